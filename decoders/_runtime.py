@@ -38,20 +38,47 @@ class DecodeError(InspectorError):
         self.path: list[str] = []
 
     def describe(self) -> str:
-        where = ".".join(self.path) if self.path else "<message>"
-        return f"{self.reason} at {where} (offset {self.offset})"
+        return describe_at(self.reason, path_text(self.path), self.offset)
+
+
+def path_text(path: list[str]) -> str:
+    """A field path as a status names it: its fields, outermost first, joined by "." (none: "<message>")."""
+    return ".".join(path) if path else "<message>"
+
+
+def describe_at(reason: str, where: str, offset: int | None) -> str:
+    """A failure's status text: its reason, the field it was reading (:func:`path_text`) and the byte offset."""
+    return f"{reason} at {where} (offset {offset})"
+
+
+# Each failure a reader can meet, as its status kind and reason text (``*_reason``), and as the DecodeError the
+# readers raise. The compiled readers note a failure and give its text without raising where the caller only
+# wants the status (decoders/accel/_where.pyx).
+Reason = tuple[StatusKind, str]
+
+
+def short_reason(n: int, available: int) -> Reason:
+    return StatusKind.TRUNCATED, f"truncated: length {n} exceeds the {available} bytes left"
 
 
 def short(n: int, available: int) -> DecodeError:
-    return DecodeError(StatusKind.TRUNCATED, f"truncated: length {n} exceeds the {available} bytes left")
+    return DecodeError(*short_reason(n, available))
+
+
+def short_count_reason(n: int, available: int) -> Reason:
+    return StatusKind.TRUNCATED, f"truncated: count {n} cannot fit in the {available} bytes left"
 
 
 def short_count(n: int, available: int) -> DecodeError:
-    return DecodeError(StatusKind.TRUNCATED, f"truncated: count {n} cannot fit in the {available} bytes left")
+    return DecodeError(*short_count_reason(n, available))
+
+
+def too_many_reason(n: int) -> Reason:
+    return StatusKind.INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}"
 
 
 def too_many(n: int) -> DecodeError:
-    return DecodeError(StatusKind.INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}")
+    return DecodeError(*too_many_reason(n))
 
 
 #: How the reason (and a message's status) starts when the budget is spent: ``limit: array of N elements ...``.
@@ -61,9 +88,13 @@ ELEMENTS_LIMIT = "limit: array of "
 OVER_BUDGET = "over budget"
 
 
+def over_budget_reason(n: int) -> Reason:
+    return StatusKind.LIMIT, (f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
+                              f"(--max-elements)")
+
+
 def over_budget(n: int) -> DecodeError:
-    return DecodeError(StatusKind.LIMIT, f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this "
-                       f"message's budget (--max-elements)")
+    return DecodeError(*over_budget_reason(n))
 
 
 def over_budget_tags(n: int) -> DecodeError:
@@ -81,12 +112,24 @@ def spent_budget(err: DecodeError) -> bool:
     return err.kind == StatusKind.LIMIT
 
 
+def negative_reason(n: int) -> Reason:
+    return StatusKind.INVALID, f"invalid: negative length {n}"
+
+
 def negative(n: int) -> DecodeError:
-    return DecodeError(StatusKind.INVALID, f"invalid: negative length {n}")
+    return DecodeError(*negative_reason(n))
+
+
+#: An unsigned varint of more than 5 bytes (at the offset it was read at).
+LONG_VARINT_REASON: Reason = (StatusKind.INVALID, "invalid: unsigned varint longer than 5 bytes")
 
 
 def long_varint(p: int) -> DecodeError:
-    return DecodeError(StatusKind.INVALID, "invalid: unsigned varint longer than 5 bytes", p)
+    return DecodeError(*LONG_VARINT_REASON, p)
+
+
+#: A read past the end of the bytes (at the offset of the read).
+TRUNCATED_REASON: Reason = (StatusKind.TRUNCATED, "truncated")
 
 
 def uvarint(b: bytes, p: int, first: int) -> tuple[int, int]:
@@ -158,7 +201,7 @@ def located(exc: BaseException, p: int) -> DecodeError:
             exc.offset = p
         return exc
     if isinstance(exc, (struct.error, IndexError)):
-        return DecodeError(StatusKind.TRUNCATED, "truncated", p)
+        return DecodeError(*TRUNCATED_REASON, p)
     return DecodeError(StatusKind.INVALID, f"invalid: {type(exc).__name__}: {exc}", p)
 
 

@@ -13,6 +13,7 @@ Decoded values are added next to the raw bytes as ``<Field>Decoded``; raw bytes 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import ipaddress
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -50,15 +51,28 @@ SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 
-# schema -> (readers by version: compiled when built, newest version)
-_versions_cache: dict[str, tuple[dict[int, rt.Reader], int]] = {}
+#: A compiled reader's quiet entry: ``(frame, position, budget) -> (value, position after it)``, or None when it
+#: failed, its status then given by ``last_failure()`` (decoders/accel/_where.pyx).
+QuietReader = Callable[[bytes, int, ElementBudget], "tuple[Any, int] | None"]
+#: ``() -> (status text, whether the decode stopped at the element budget)`` of the failure last noted.
+LastFailure = Callable[[], tuple[str, bool]]
+
+#: The compiled readers' quiet entries by version, and the status of the failure they noted.
+Quiet = tuple[dict[int, QuietReader], LastFailure]
+# schema -> (readers by version: compiled when built, newest version, the quiet entries or None: the plain
+# readers, which raise)
+_versions_cache: dict[str, tuple[dict[int, rt.Reader], int, Quiet | None]] = {}
 
 
-def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int]:
+def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, Quiet | None]:
     entry = _versions_cache.get(schema)
     if entry is None:
-        versions: dict[int, rt.Reader] = reader_module(registry.DATA_MODULES[schema]).VERSIONS
-        entry = _versions_cache[schema] = (versions, max(versions))
+        module = reader_module(registry.DATA_MODULES[schema])
+        versions: dict[int, rt.Reader] = module.VERSIONS
+        quiet: Quiet | None = None
+        if hasattr(module, "QUIET_VERSIONS"):
+            quiet = (module.QUIET_VERSIONS, importlib.import_module("decoders.accel._where").last_failure)
+        entry = _versions_cache[schema] = (versions, max(versions), quiet)
     return entry
 
 
@@ -74,22 +88,33 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
     versions = entry[0]
     known = entry[1]
     result: dict[str, Any] = {"schema": schema, "version": version}
-    reader = versions.get(version)
-    if reader is None:
+    layout = version
+    if version not in versions:
         if version < 0:
             result["status"] = f"invalid: negative version {version}"
             return result
         if version < known:
             result["status"] = f"unknown version {version} of {schema}"
             return result
-        reader = versions[known]  # like Kafka's deserializers, a newer version is read with the newest layout
-    try:
-        value, end = reader(raw, 2, budget)
-    except rt.DecodeError as err:
-        result["status"] = err.describe()
-        if rt.spent_budget(err):
-            budget.stops += 1  # noted on the message by its postprocessor (_noted)
-        return result
+        layout = known  # like Kafka's deserializers, a newer version is read with the newest layout
+    quiet = entry[2]
+    if quiet is not None:  # compiled: a failure is noted, not raised (a garbage subscription costs little more)
+        read = quiet[0][layout](raw, 2, budget)
+        if read is None:
+            status, spent = quiet[1]()
+            result["status"] = status
+            if spent:
+                budget.stops += 1  # noted on the message by its postprocessor (_noted)
+            return result
+        value, end = read
+    else:
+        try:
+            value, end = versions[layout](raw, 2, budget)
+        except rt.DecodeError as err:
+            result["status"] = err.describe()
+            if rt.spent_budget(err):
+                budget.stops += 1
+            return result
     result["value"] = value
     if end != size and version <= known:
         result["status"] = f"trailing bytes: {size - end} after the body (offset {end})"

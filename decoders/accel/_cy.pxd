@@ -1,40 +1,43 @@
 # Inline readers shared by the compiled decoders (decoders/accel/*.pyx, generated).
 # Each reads from ``c`` (the frame's bytes) at ``p`` after the caller checked the bytes are there. The readers
-# check with the ``_at`` helpers, which raise the DecodeError naming the field path and offset
-# (decoders/accel/_where.pyx); the JSON writers with the plain ones (any failure: the readers decode the frame).
+# check with the ``_at`` helpers, which note a failure naming the field path and offset and say so (the reader
+# then returns FAILED: decoders/accel/_where.pyx); the JSON writers with the plain ones, which raise (any failure:
+# the readers decode the frame).
 # cython: language_level=3
 
 from libc.string cimport memcpy
 
-from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, fail
+from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, note
 
 
-cdef inline int need_at(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L, Where* up, const char* name,
-                        Py_ssize_t index) except -1:
-    """``k`` bytes at ``p`` are there, else the field is truncated."""
+cdef inline bint need_at(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L, Where* up, const char* name,
+                         Py_ssize_t index) noexcept:
+    """Whether the ``k`` bytes at ``p`` are missing (the field truncated: noted)."""
     if k > L - p:
-        return fail(TRUNCATED, 0, p, L, up, name, index)
-    return 0
+        note(TRUNCATED, 0, p, L, up, name, index)
+        return True
+    return False
 
 
-cdef inline int need_len(Py_ssize_t p, long long n, Py_ssize_t L, Where* up, const char* name,
-                         Py_ssize_t index) except -1:
-    """The ``n`` bytes of a length-prefixed field are there at ``p``, else its length is too long."""
+cdef inline bint need_len(Py_ssize_t p, long long n, Py_ssize_t L, Where* up, const char* name,
+                          Py_ssize_t index) noexcept:
+    """Whether the ``n`` bytes of a length-prefixed field at ``p`` are missing (its length too long: noted)."""
     if n > L - p:
-        return fail(SHORT, n, p, L, up, name, index)
-    return 0
+        note(SHORT, n, p, L, up, name, index)
+        return True
+    return False
 
 
 cdef inline Py_ssize_t uvar_at(const unsigned char* c, Py_ssize_t p, Py_ssize_t L, long long* out, Where* up,
-                               const char* name, Py_ssize_t index) except -1:
-    """An unsigned varint of at most 5 bytes, failing where the plain reader fails (past its first byte,
-    a truncation is at the second)."""
+                               const char* name, Py_ssize_t index) noexcept:
+    """An unsigned varint of at most 5 bytes, or -1: failing where the plain reader fails (past its first byte,
+    a truncation is at the second), noted."""
     cdef long long v
     cdef int shift = 7
     cdef unsigned char x
     cdef Py_ssize_t second
     if p >= L:
-        fail(TRUNCATED, 0, p, L, up, name, index)
+        note(TRUNCATED, 0, p, L, up, name, index)
         return -1
     x = c[p]
     p += 1
@@ -45,10 +48,10 @@ cdef inline Py_ssize_t uvar_at(const unsigned char* c, Py_ssize_t p, Py_ssize_t 
     v = x & 0x7F
     while True:
         if shift > 28:
-            fail(LONG_VARINT, 0, p, L, up, name, index)
+            note(LONG_VARINT, 0, p, L, up, name, index)
             return -1
         if p >= L:
-            fail(TRUNCATED, 0, second, L, up, name, index)
+            note(TRUNCATED, 0, second, L, up, name, index)
             return -1
         x = c[p]
         p += 1

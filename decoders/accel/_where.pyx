@@ -2,23 +2,88 @@
 the plain reader of the same layout would raise, with the same status text, field path and byte offset, so that
 a frame is decoded once, failing or not.
 
-Each reader is given its caller's field (a :c:type:`Where` on the C stack: nothing is built unless a read fails);
-a failure walks that chain to name the field path. Only this module builds a path, and only on failure.
+Each reader is given its caller's field (a :c:type:`Where` on the C stack: nothing is built unless a read fails).
+A reader that fails notes what failed and the chain of fields it was reading (``note``: C values only) and
+returns :data:`FAILED`; each reader that called it returns :data:`FAILED` in turn, nothing raised on the way.
+The entry point called from Python then raises the DecodeError (``raise_failure``), or, for an embedded
+structure, whose caller only wants its status, returns ``None`` and the caller reads the status
+(``last_failure``). Only this module builds a path or a text, and only on failure.
 """
 # cython: language_level=3
+
+from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_FromFormat, PyUnicode_FromString
+from libc.stdio cimport snprintf
+from libc.string cimport strstr
 
 from decoders import _runtime as _rt
 from decoders.status import StatusKind
 
+#: What a compiled reader returns when it failed (its failure noted here).
+FAILED = object()
+cdef object _FAILED = FAILED
+
+cdef enum:
+    MAX_DEPTH = 32  # the deepest field path noted; the readers nest a few levels (tests/decoders/test_accel.py)
+#: The deepest field path a failure notes.
+MAX_PATH = MAX_DEPTH
+
+
+# The failure noted last: what failed, the length or count read, the offset and the bytes' end, and the field path
+# innermost first (the names are the generated modules' string constants). Read by the entry point the reader
+# returned to, before any other read can run.
+cdef struct Noted:
+    Failure what
+    long long n
+    Py_ssize_t p
+    Py_ssize_t L
+    int depth
+    const char* names[MAX_DEPTH]
+    Py_ssize_t indexes[MAX_DEPTH]
+
+
+cdef Noted _noted
+_noted.depth = 0
+# The DecodeError of a RAISED failure, its path complete.
+cdef object _raised = None
+
+
+cdef void note(Failure what, long long n, Py_ssize_t p, Py_ssize_t L, Where* up, const char* name,
+               Py_ssize_t index) noexcept:
+    """Note the failure ``what`` (``n``: the length or count read) of the field ``name`` at offset ``p``."""
+    cdef int depth = 0
+    _noted.what = what
+    _noted.n = n
+    _noted.p = p
+    _noted.L = L
+    if name != NULL:
+        _noted.names[0] = name
+        _noted.indexes[0] = index
+        depth = 1
+    while up != NULL and depth < MAX_DEPTH:
+        if up.name != NULL:
+            _noted.names[depth] = up.name
+            _noted.indexes[depth] = up.index
+            depth += 1
+        up = up.up
+    _noted.depth = depth
+
+
+cdef object failed(Failure what, long long n, Py_ssize_t p, Py_ssize_t L, Where* up, const char* name,
+                   Py_ssize_t index):
+    """:func:`note`, then :data:`FAILED`: a reader's ``return failed(...)``."""
+    note(what, n, p, L, up, name, index)
+    return _FAILED
+
 
 cdef str _segment(const char* name, Py_ssize_t index):
-    """One field of a path: ``name`` with the element index put at its ``{}``, or appended as ``[i]``."""
-    cdef str text = name.decode("ascii")
+    """One field of a path: ``name`` (ASCII) with the element index put at its ``{}``, or appended as ``[i]``."""
+    cdef const char* mark
     if index < 0:
-        return text
-    if "{}" in text:
-        return text.replace("{}", str(index), 1)
-    return f"{text}[{index}]"
+        return PyUnicode_FromString(name)
+    mark = strstr(name, "{}")
+    if mark != NULL:
+        return PyUnicode_DecodeASCII(name, mark - name, NULL) + PyUnicode_FromFormat("%zd%s", index, mark + 2)
+    return PyUnicode_FromFormat("%s[%zd]", name, index)
 
 
 cdef list _path(Where* up, const char* name, Py_ssize_t index):
@@ -34,45 +99,127 @@ cdef list _path(Where* up, const char* name, Py_ssize_t index):
     return path
 
 
-cdef int fail(Failure what, long long n, Py_ssize_t p, Py_ssize_t L, Where* up, const char* name,
-              Py_ssize_t index) except -1:
-    """Raise the failure ``what`` (``n``: the length or count read) of the field ``name`` at offset ``p``."""
+cdef list _noted_path():
+    """The noted failure's field path, outermost first."""
+    cdef int i
+    return [_segment(_noted.names[i], _noted.indexes[i]) for i in range(_noted.depth - 1, -1, -1)]
+
+
+cdef enum:
+    WHERE_SIZE = 512  # the longest field path written in C; a longer one is joined in Python
+
+
+cdef str _noted_where():
+    """The noted failure's field path as its status names it (``_runtime.path_text`` of :func:`_noted_path`),
+    written in one buffer."""
+    cdef char text[WHERE_SIZE]
+    cdef Py_ssize_t used = 0, index
+    cdef int i, wrote
+    cdef const char* name
+    cdef const char* mark
+    cdef const char* dot
+    if _noted.depth == 0:
+        return _path_text([])
+    for i in range(_noted.depth - 1, -1, -1):
+        name = _noted.names[i]
+        index = _noted.indexes[i]
+        dot = "." if used else ""
+        if index < 0:
+            wrote = snprintf(text + used, WHERE_SIZE - used, "%s%s", dot, name)
+        else:
+            mark = strstr(name, "{}")
+            if mark != NULL:
+                wrote = snprintf(text + used, WHERE_SIZE - used, "%s%.*s%zd%s", dot, <int>(mark - name), name, index,
+                                 mark + 2)
+            else:
+                wrote = snprintf(text + used, WHERE_SIZE - used, "%s%s[%zd]", dot, name, index)
+        if wrote < 0 or wrote >= WHERE_SIZE - used:
+            return _path_text(_noted_path())
+        used += wrote
+    return PyUnicode_DecodeASCII(text, used, NULL)
+
+
+# decoders._runtime's reasons, looked up once.
+cdef object _TRUNCATED_REASON = _rt.TRUNCATED_REASON
+cdef object _LONG_VARINT_REASON = _rt.LONG_VARINT_REASON
+cdef object _short_reason = _rt.short_reason
+cdef object _short_count_reason = _rt.short_count_reason
+cdef object _too_many_reason = _rt.too_many_reason
+cdef object _negative_reason = _rt.negative_reason
+cdef object _over_budget_reason = _rt.over_budget_reason
+cdef object _describe_at = _rt.describe_at
+cdef object _path_text = _rt.path_text
+cdef object _LIMIT = StatusKind.LIMIT
+
+
+cdef tuple _reason():
+    """The noted failure's status kind and reason text (decoders._runtime's)."""
+    cdef Failure what = _noted.what
     if what == TRUNCATED:
-        err = _rt.DecodeError(StatusKind.TRUNCATED, "truncated", p)
-    elif what == SHORT:
-        err = _rt.short(n, L - p)
-    elif what == SHORT_COUNT:
-        err = _rt.short_count(n, L - p)
-    elif what == TOO_MANY:
-        err = _rt.too_many(n)
-    elif what == NEGATIVE:
-        err = _rt.negative(n)
-    elif what == OVER_BUDGET:
-        err = _rt.over_budget(n)
-    else:
-        err = _rt.long_varint(p)
-    err.offset = p
-    err.path = _path(up, name, index)
+        return _TRUNCATED_REASON
+    if what == SHORT:
+        return _short_reason(_noted.n, _noted.L - _noted.p)
+    if what == SHORT_COUNT:
+        return _short_count_reason(_noted.n, _noted.L - _noted.p)
+    if what == TOO_MANY:
+        return _too_many_reason(_noted.n)
+    if what == NEGATIVE:
+        return _negative_reason(_noted.n)
+    if what == OVER_BUDGET:
+        return _over_budget_reason(_noted.n)
+    return _LONG_VARINT_REASON
+
+
+cdef int raise_failure() except -1:
+    """Raise the noted failure as the DecodeError the plain reader raises."""
+    global _raised
+    if _noted.what == RAISED:
+        err = _raised
+        _raised = None
+        raise err
+    kind, reason = _reason()
+    err = _rt.DecodeError(kind, reason, _noted.p)
+    err.path = _noted_path()
     raise err
 
 
+def last_failure():
+    """The noted failure, as a decode's status wants it: ``(status text, whether it stopped at the element
+    budget)`` (``DecodeError.describe()`` and ``_runtime.spent_budget`` of the DecodeError it stands for)."""
+    global _raised
+    if _noted.what == RAISED:
+        err = _raised
+        _raised = None
+        return err.describe(), _rt.spent_budget(err)
+    kind, reason = _reason()
+    return _describe_at(reason, _noted_where(), _noted.p), kind is _LIMIT
+
+
 cdef Py_ssize_t tags_at(bytes b, Py_ssize_t p, long long t, dict table, dict out, ElementBudget B, Where* up,
-                        const char* name, Py_ssize_t index) except -1:
-    """``_rt.tags`` (the ``t`` tagged fields at ``p``), a failure located as the plain reader locates it."""
+                        const char* name, Py_ssize_t index) except -2:
+    """``_rt.tags`` (the ``t`` tagged fields at ``p``), or -1: its failure noted, located as the plain reader
+    locates it."""
+    global _raised
     try:
         return _rt.tags(b, p, t, table, out, B)
     except Exception as exc:
         err = _rt.located(exc, p)
         err.path[0:0] = _path(up, name, index)
-        raise err from None
+        _raised = err
+        _noted.what = RAISED
+        return -1
 
 
 cdef object records_at(bytes b, Py_ssize_t p, long long n, ElementBudget B, Where* up, const char* name,
                        Py_ssize_t index):
-    """``_rt.records`` (the record set of ``n`` bytes at ``p``), a failure located as the plain reader locates it."""
+    """``_rt.records`` (the record set of ``n`` bytes at ``p``), or :data:`FAILED`: its failure noted, located as the
+    plain reader locates it."""
+    global _raised
     try:
         return _rt.records(b, p, n, B)
     except Exception as exc:
         err = _rt.located(exc, p)
         err.path[0:0] = _path(up, name, index)
-        raise err from None
+        _raised = err
+        _noted.what = RAISED
+        return _FAILED

@@ -2,6 +2,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH
 from libc.string cimport memcmp
@@ -12,6 +13,10 @@ from decoders.accel._text cimport *
 from decoders.element_budget cimport ElementBudget, record_set_elements
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 try:
     from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER
@@ -77,41 +82,43 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'PartitionData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'PartitionData', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 8 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
+        if n4 * 8 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 4, L, up, b'PartitionData[{}].Index', i5)
+            if need_at(p, 4, L, up, b'PartitionData[{}].Index', i5): return FAILED
             v6 = rd32(c, p + 0)
             p += 4
-            need_at(p, 4, L, up, b'PartitionData[{}].Records', i5)
+            if need_at(p, 4, L, up, b'PartitionData[{}].Records', i5): return FAILED
             n8 = rd32(c, p); p += 4
             if n8 >= 0:
-                need_len(p, n8, L, up, b'PartitionData[{}].Records', i5)
-                v7 = records_at(b, p, n8, B, up, b'PartitionData[{}].Records', i5); p += n8
+                if need_len(p, n8, L, up, b'PartitionData[{}].Records', i5): return FAILED
+                v7 = records_at(b, p, n8, B, up, b'PartitionData[{}].Records', i5)
+                if v7 is FAILED: return FAILED
+                p += n8
             elif n8 == -1:
                 v7 = None
             else:
-                fail(NEGATIVE, n8, p, L, up, b'PartitionData[{}].Records', i5)
+                return failed(NEGATIVE, n8, p, L, up, b'PartitionData[{}].Records', i5)
             d9 = {"Index": v6, "Records": v7}
             v3.append(d9)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionData', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionData', -1)
     d = {"Name": v1, "PartitionData": v3}
     pp[0] = p
     return d
@@ -120,27 +127,29 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, d
+    cdef object v1, v2, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'Acks+TimeoutMs', -1)
+    if need_at(p, 6, L, up, b'Acks+TimeoutMs', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd32(c, p + 2)
     p += 6
-    need_at(p, 4, L, up, b'TopicData', -1)
+    if need_at(p, 4, L, up, b'TopicData', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'TopicData', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'TopicData', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'TopicData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'TopicData', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'TopicData'; w.index = i5
-            v3.append(_f0(b, c, L, &p, B, &w))
+            v6 = _f0(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'TopicData', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'TopicData', -1)
     d = {"Acks": v1, "TimeoutMs": v2, "TopicData": v3}
     pp[0] = p
     return d
@@ -149,36 +158,38 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n6
     cdef Where w
     cdef Py_ssize_t i7
-    cdef object v1, v3, v4, v5, d
+    cdef object v1, v3, v4, v5, v8, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'TransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 6, L, up, b'Acks+TimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 6, L, up, b'Acks+TimeoutMs', -1): return FAILED
     v3 = rd16(c, p + 0)
     v4 = rd32(c, p + 2)
     p += 6
-    need_at(p, 4, L, up, b'TopicData', -1)
+    if need_at(p, 4, L, up, b'TopicData', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 6 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
+        if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
-            v5.append(_f0(b, c, L, &p, B, &w))
+            v8 = _f0(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'TopicData', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'TopicData', -1)
     d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
     pp[0] = p
     return d
@@ -189,45 +200,56 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v7, d9, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'PartitionData', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 4, L, up, b'PartitionData[{}].Index', i5)
+            if need_at(p, 4, L, up, b'PartitionData[{}].Index', i5): return FAILED
             v6 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n8, up, b'PartitionData[{}].Records', i5)
+            if p < 0: return FAILED
             n8 -= 1
             if n8 >= 0:
-                need_len(p, n8, L, up, b'PartitionData[{}].Records', i5)
-                v7 = records_at(b, p, n8, B, up, b'PartitionData[{}].Records', i5); p += n8
+                if need_len(p, n8, L, up, b'PartitionData[{}].Records', i5): return FAILED
+                v7 = records_at(b, p, n8, B, up, b'PartitionData[{}].Records', i5)
+                if v7 is FAILED: return FAILED
+                p += n8
             elif n8 == -1:
                 v7 = None
             else:
-                fail(NEGATIVE, n8, p, L, up, b'PartitionData[{}].Records', i5)
+                return failed(NEGATIVE, n8, p, L, up, b'PartitionData[{}].Records', i5)
             d9 = {"Index": v6, "Records": v7}
             p = uvar_at(c, p, L, &t, up, b'PartitionData', i5)
-            if t: p = tags_at(b, p, t, _T0, d9, B, up, b'PartitionData', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d9, B, up, b'PartitionData', i5)
+                if p < 0: return FAILED
             v3.append(d9)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionData', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionData', -1)
     d = {"Name": v1, "PartitionData": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -235,39 +257,46 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n6, t
     cdef Where w
     cdef Py_ssize_t i7
-    cdef object v1, v3, v4, v5, d
+    cdef object v1, v3, v4, v5, v8, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 6, L, up, b'Acks+TimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 6, L, up, b'Acks+TimeoutMs', -1): return FAILED
     v3 = rd16(c, p + 0)
     v4 = rd32(c, p + 2)
     p += 6
     p = uvar_at(c, p, L, &n6, up, b'TopicData', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 3 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
+        if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
-            v5.append(_f3(b, c, L, &p, B, &w))
+            v8 = _f3(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'TopicData', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'TopicData', -1)
     d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -276,40 +305,50 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'PartitionData', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'PartitionData', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'PartitionData', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'PartitionData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'PartitionData', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'PartitionData[{}].Index', i4)
+            if need_at(p, 4, L, up, b'PartitionData[{}].Index', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n7, up, b'PartitionData[{}].Records', i4)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'PartitionData[{}].Records', i4)
-                v6 = records_at(b, p, n7, B, up, b'PartitionData[{}].Records', i4); p += n7
+                if need_len(p, n7, L, up, b'PartitionData[{}].Records', i4): return FAILED
+                v6 = records_at(b, p, n7, B, up, b'PartitionData[{}].Records', i4)
+                if v6 is FAILED: return FAILED
+                p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'PartitionData[{}].Records', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'PartitionData[{}].Records', i4)
             d8 = {"Index": v5, "Records": v6}
             p = uvar_at(c, p, L, &t, up, b'PartitionData', i4)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'PartitionData', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'PartitionData', i4)
+                if p < 0: return FAILED
             v2.append(d8)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'PartitionData', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'PartitionData', -1)
     d = {"TopicId": v1, "PartitionData": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -317,39 +356,46 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n6, t
     cdef Where w
     cdef Py_ssize_t i7
-    cdef object v1, v3, v4, v5, d
+    cdef object v1, v3, v4, v5, v8, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 6, L, up, b'Acks+TimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 6, L, up, b'Acks+TimeoutMs', -1): return FAILED
     v3 = rd16(c, p + 0)
     v4 = rd32(c, p + 2)
     p += 6
     p = uvar_at(c, p, L, &n6, up, b'TopicData', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 18 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
+        if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
-            v5.append(_f5(b, c, L, &p, B, &w))
+            v8 = _f5(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'TopicData', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'TopicData', -1)
     d = {"TransactionalId": v1, "Acks": v3, "TimeoutMs": v4, "TopicData": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -358,24 +404,24 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'PartitionResponses', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 14 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 14, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset', i5)
+            if need_at(p, 14, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -385,7 +431,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     pp[0] = p
     return d
@@ -394,23 +440,25 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f7(b, c, L, &p, B, &w))
+            v4 = _f7(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
     d = {"Responses": v1}
     pp[0] = p
     return d
@@ -419,27 +467,29 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f7(b, c, L, &p, B, &w))
+            v4 = _f7(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     pp[0] = p
     return d
 
@@ -448,24 +498,24 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'PartitionResponses', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 22 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 22, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', i5)
+            if need_at(p, 22, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -476,7 +526,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     pp[0] = p
     return d
@@ -485,27 +535,29 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f10(b, c, L, &p, B, &w))
+            v4 = _f10(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     pp[0] = p
     return d
 
@@ -514,24 +566,24 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'PartitionResponses', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 30 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 30 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 30, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', i5)
+            if need_at(p, 30, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -543,7 +595,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     pp[0] = p
     return d
@@ -552,27 +604,29 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f12(b, c, L, &p, B, &w))
+            v4 = _f12(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     pp[0] = p
     return d
 
@@ -581,48 +635,48 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d12, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
     v4 = rd64(c, p + 14)
     v5 = rd64(c, p + 22)
     p += 30
-    need_at(p, 4, L, up, b'RecordErrors', -1)
+    if need_at(p, 4, L, up, b'RecordErrors', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8)
+            if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+            if need_at(p, 2, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8): return FAILED
             n11 = rd16(c, p); p += 2
             if n11 >= 0:
-                need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+                return failed(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
             d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
             v6.append(d12)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
-    need_at(p, 2, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
+    if need_at(p, 2, L, up, b'ErrorMessage', -1): return FAILED
     n14 = rd16(c, p); p += 2
     if n14 >= 0:
-        need_len(p, n14, L, up, b'ErrorMessage', -1)
-        v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        if need_len(p, n14, L, up, b'ErrorMessage', -1): return FAILED
+        v13 = utf8_text(<const char*>c + p, n14); p += n14
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
     d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
     pp[0] = p
     return d
@@ -631,32 +685,34 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'PartitionResponses', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 36 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 36 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
-            v3.append(_f14(b, c, L, &p, B, &w))
+            v6 = _f14(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     pp[0] = p
     return d
@@ -665,27 +721,29 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f15(b, c, L, &p, B, &w))
+            v4 = _f15(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     pp[0] = p
     return d
 
@@ -694,7 +752,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d12, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -702,45 +760,54 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v5 = rd64(c, p + 22)
     p += 30
     p = uvar_at(c, p, L, &n7, up, b'RecordErrors', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8)
+            if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n11, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+                return failed(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
             d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
             p = uvar_at(c, p, L, &t, up, b'RecordErrors', i8)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
+                if p < 0: return FAILED
             v6.append(d12)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
     p = uvar_at(c, p, L, &n14, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        need_len(p, n14, L, up, b'ErrorMessage', -1)
-        v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        if need_len(p, n14, L, up, b'ErrorMessage', -1): return FAILED
+        v13 = utf8_text(<const char*>c + p, n14); p += n14
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
     d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -748,35 +815,42 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'PartitionResponses', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 33 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
-            v3.append(_f17(b, c, L, &p, B, &w))
+            v6 = _f17(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -784,29 +858,35 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Responses', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 3 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f18(b, c, L, &p, B, &w))
+            v4 = _f18(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -814,13 +894,16 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1)
+    if need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -830,6 +913,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'CurrentLeader'; w.index = -1; v1 = _f20(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     pp[0] = p
     d = v1
     return d
@@ -839,7 +923,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d12, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -847,45 +931,54 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v5 = rd64(c, p + 22)
     p += 30
     p = uvar_at(c, p, L, &n7, up, b'RecordErrors', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8)
+            if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n11, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
+                return failed(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
             d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
             p = uvar_at(c, p, L, &t, up, b'RecordErrors', i8)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
+                if p < 0: return FAILED
             v6.append(d12)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'RecordErrors', -1)
     p = uvar_at(c, p, L, &n14, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        need_len(p, n14, L, up, b'ErrorMessage', -1)
-        v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+        if need_len(p, n14, L, up, b'ErrorMessage', -1): return FAILED
+        v13 = utf8_text(<const char*>c + p, n14); p += n14
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
     d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -893,35 +986,42 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'PartitionResponses', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 33 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
+        if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
-            v3.append(_f22(b, c, L, &p, B, &w))
+            v6 = _f22(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'PartitionResponses', -1)
     d = {"Name": v1, "PartitionResponses": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -931,45 +1031,51 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v4, v5, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 11 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
+        if n2 * 11 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n6, up, b'NodeEndpoints[{}].Host', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'NodeEndpoints[{}].Host', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'NodeEndpoints[{}].Host', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'NodeEndpoints[{}].Host', i3)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'NodeEndpoints[{}].Host', i3)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i3): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n9, up, b'NodeEndpoints[{}].Rack', i3)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'NodeEndpoints[{}].Rack', i3)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'NodeEndpoints[{}].Rack', i3): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'NodeEndpoints[{}].Rack', i3)
+                return failed(NEGATIVE, n9, p, L, up, b'NodeEndpoints[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
             p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i3)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
+                if p < 0: return FAILED
             v1.append(d10)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'NodeEndpoints', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'NodeEndpoints', -1)
     pp[0] = p
     d = v1
     return d
@@ -978,29 +1084,35 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Responses', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 3 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f23(b, c, L, &p, B, &w))
+            v4 = _f23(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1008,29 +1120,35 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'PartitionResponses', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 33 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'PartitionResponses', -1)
+        if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'PartitionResponses', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'PartitionResponses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'PartitionResponses', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'PartitionResponses'; w.index = i4
-            v2.append(_f22(b, c, L, &p, B, &w))
+            v5 = _f22(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'PartitionResponses', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'PartitionResponses', -1)
     d = {"TopicId": v1, "PartitionResponses": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1038,29 +1156,35 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Responses', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 18 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f26(b, c, L, &p, B, &w))
+            v4 = _f26(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
-    v4 = rd32(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
     p += 4
-    d = {"Responses": v1, "ThrottleTimeMs": v4}
+    d = {"Responses": v1, "ThrottleTimeMs": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -2095,58 +2219,86 @@ cdef object _t28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
 
 def _w21(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f21(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w24(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f24(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f13(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f16(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w19(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f19(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w25(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f25(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w27(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f27(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
@@ -2289,4 +2441,4 @@ REQUEST = {0: _w1, 1: _w1, 2: _w1, 3: _w2, 4: _w2, 5: _w2, 6: _w2, 7: _w2, 8: _w
 RESPONSE = {0: _w8, 1: _w9, 2: _w11, 3: _w11, 4: _w11, 5: _w13, 6: _w13, 7: _w13, 8: _w16, 9: _w19, 10: _w25, 11: _w25, 12: _w25, 13: _w27}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x3, 5: _x3, 6: _x3, 7: _x3, 8: _x3, 9: _x6, 10: _x6, 11: _x6, 12: _x6, 13: _x8}
 RESPONSE_TEXT = {0: _x11, 1: _x12, 2: _x15, 3: _x15, 4: _x15, 5: _x18, 6: _x18, 7: _x18, 8: _x22, 9: _x26, 10: _x26, 11: _x26, 12: _x26, 13: _x28}
-BUILD_HASH = '4952c5aa75ade8de'
+BUILD_HASH = 'beaa7130796b35fd'

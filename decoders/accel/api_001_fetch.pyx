@@ -2,6 +2,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH
 from libc.string cimport memcmp
@@ -12,6 +13,10 @@ from decoders.accel._text cimport *
 from decoders.element_budget cimport ElementBudget, record_set_elements
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 try:
     from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER
@@ -77,24 +82,24 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 16 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
@@ -104,7 +109,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -113,28 +118,30 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n5
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 12, L, up, b'ReplicaId+MaxWaitMs+MinBytes', -1)
+    if need_at(p, 12, L, up, b'ReplicaId+MaxWaitMs+MinBytes', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
     p += 12
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        if n5 * 6 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Topics', -1)
+        if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Topics', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Topics', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Topics'; w.index = i6
-            v4.append(_f0(b, c, L, &p, B, &w))
+            v7 = _f0(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "Topics": v4}
     pp[0] = p
     return d
@@ -143,29 +150,31 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n6
     cdef Where w
     cdef Py_ssize_t i7
-    cdef object v1, v2, v3, v4, v5, d
+    cdef object v1, v2, v3, v4, v5, v8, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes', -1)
+    if need_at(p, 16, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
     v4 = rd32(c, p + 12)
     p += 16
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 6 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Topics', -1)
+        if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Topics', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Topics', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'Topics'; w.index = i7
-            v5.append(_f0(b, c, L, &p, B, &w))
+            v8 = _f0(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "Topics": v5}
     pp[0] = p
     return d
@@ -174,30 +183,32 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n7
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v2, v3, v4, v5, v6, d
+    cdef object v1, v2, v3, v4, v5, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 17, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', -1)
+    if need_at(p, 17, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
     v4 = rd32(c, p + 12)
     v5 = rd8(c, p + 16)
     p += 17
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f0(b, c, L, &p, B, &w))
+            v9 = _f0(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "Topics": v6}
     pp[0] = p
     return d
@@ -207,24 +218,24 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 24 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 24 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 24, L, up, b'Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', i5)
+            if need_at(p, 24, L, up, b'Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd64(c, p + 12)
@@ -235,7 +246,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -244,42 +255,44 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n7
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v2, v3, v4, v5, v6, d
+    cdef object v1, v2, v3, v4, v5, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 17, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', -1)
+    if need_at(p, 17, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
     v4 = rd32(c, p + 12)
     v5 = rd8(c, p + 16)
     p += 17
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f4(b, c, L, &p, B, &w))
+            v9 = _f4(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "Topics": v6}
     pp[0] = p
     return d
 
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n9, n12, n15, n17
+    cdef long long n9, n13, n16, n18
     cdef Where w
-    cdef Py_ssize_t i10, i13
-    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, v16, d18, d
+    cdef Py_ssize_t i10, i14
+    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v12, v15, v17, d19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -288,55 +301,57 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v6 = rd32(c, p + 17)
     v7 = rd32(c, p + 21)
     p += 25
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f4(b, c, L, &p, B, &w))
+            v11 = _f4(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ForgottenTopicsData', -1)
-    n12 = rd32(c, p); p += 4
-    if n12 >= 0:
-        if n12 * 6 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
-        for i13 in range(n12):
-            need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            n15 = rd16(c, p); p += 2
-            if n15 >= 0:
-                need_len(p, n15, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
-            elif n15 == -1:
-                v14 = None
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ForgottenTopicsData', -1): return FAILED
+    n13 = rd32(c, p); p += 4
+    if n13 >= 0:
+        if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n13
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
+        v12 = []
+        for i14 in range(n13):
+            if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+            n16 = rd16(c, p); p += 2
+            if n16 >= 0:
+                if need_len(p, n16, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            n17 = rd32(c, p); p += 4
-            if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
-            elif n17 == -1:
-                v16 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Topic', i14)
+            if need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i14): return FAILED
+            n18 = rd32(c, p); p += 4
+            if n18 >= 0:
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                B.left -= n18
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
+            elif n18 == -1:
+                v17 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            d18 = {"Topic": v14, "Partitions": v16}
-            v11.append(d18)
-    elif n12 == -1:
-        v11 = None
+                return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            d19 = {"Topic": v15, "Partitions": v17}
+            v12.append(d19)
+    elif n13 == -1:
+        v12 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11}
+        return failed(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
+    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12}
     pp[0] = p
     return d
 
@@ -345,24 +360,24 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 28 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 28 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 28, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', i5)
+            if need_at(p, 28, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd32(c, p + 4)
             v8 = rd64(c, p + 8)
@@ -374,19 +389,19 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
 
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n9, n12, n15, n17
+    cdef long long n9, n13, n16, n18
     cdef Where w
-    cdef Py_ssize_t i10, i13
-    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, v16, d18, d
+    cdef Py_ssize_t i10, i14
+    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v12, v15, v17, d19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -395,66 +410,68 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v6 = rd32(c, p + 17)
     v7 = rd32(c, p + 21)
     p += 25
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f7(b, c, L, &p, B, &w))
+            v11 = _f7(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ForgottenTopicsData', -1)
-    n12 = rd32(c, p); p += 4
-    if n12 >= 0:
-        if n12 * 6 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
-        for i13 in range(n12):
-            need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            n15 = rd16(c, p); p += 2
-            if n15 >= 0:
-                need_len(p, n15, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
-            elif n15 == -1:
-                v14 = None
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ForgottenTopicsData', -1): return FAILED
+    n13 = rd32(c, p); p += 4
+    if n13 >= 0:
+        if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n13
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
+        v12 = []
+        for i14 in range(n13):
+            if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+            n16 = rd16(c, p); p += 2
+            if n16 >= 0:
+                if need_len(p, n16, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            n17 = rd32(c, p); p += 4
-            if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
-            elif n17 == -1:
-                v16 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Topic', i14)
+            if need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i14): return FAILED
+            n18 = rd32(c, p); p += 4
+            if n18 >= 0:
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                B.left -= n18
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
+            elif n18 == -1:
+                v17 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            d18 = {"Topic": v14, "Partitions": v16}
-            v11.append(d18)
-    elif n12 == -1:
-        v11 = None
+                return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            d19 = {"Topic": v15, "Partitions": v17}
+            v12.append(d19)
+    elif n13 == -1:
+        v12 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11}
+        return failed(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
+    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12}
     pp[0] = p
     return d
 
 cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n9, n12, n15, n17, n20
+    cdef long long n9, n13, n16, n18, n21
     cdef Where w
-    cdef Py_ssize_t i10, i13
-    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, v16, d18, v19, d
+    cdef Py_ssize_t i10, i14
+    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v12, v15, v17, d19, v20, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -463,64 +480,66 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v6 = rd32(c, p + 17)
     v7 = rd32(c, p + 21)
     p += 25
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f7(b, c, L, &p, B, &w))
+            v11 = _f7(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ForgottenTopicsData', -1)
-    n12 = rd32(c, p); p += 4
-    if n12 >= 0:
-        if n12 * 6 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
-        for i13 in range(n12):
-            need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            n15 = rd16(c, p); p += 2
-            if n15 >= 0:
-                need_len(p, n15, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
-            elif n15 == -1:
-                v14 = None
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ForgottenTopicsData', -1): return FAILED
+    n13 = rd32(c, p); p += 4
+    if n13 >= 0:
+        if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n13
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
+        v12 = []
+        for i14 in range(n13):
+            if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+            n16 = rd16(c, p); p += 2
+            if n16 >= 0:
+                if need_len(p, n16, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            n17 = rd32(c, p); p += 4
-            if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
-            elif n17 == -1:
-                v16 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Topic', i14)
+            if need_at(p, 4, L, up, b'ForgottenTopicsData[{}].Partitions', i14): return FAILED
+            n18 = rd32(c, p); p += 4
+            if n18 >= 0:
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                B.left -= n18
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
+            elif n18 == -1:
+                v17 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            d18 = {"Topic": v14, "Partitions": v16}
-            v11.append(d18)
-    elif n12 == -1:
-        v11 = None
+                return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            d19 = {"Topic": v15, "Partitions": v17}
+            v12.append(d19)
+    elif n13 == -1:
+        v12 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
-    need_at(p, 2, L, up, b'RackId', -1)
-    n20 = rd16(c, p); p += 2
-    if n20 >= 0:
-        need_len(p, n20, L, up, b'RackId', -1)
-        v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
-    elif n20 == -1:
-        v19 = None
+        return failed(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
+    if need_at(p, 2, L, up, b'RackId', -1): return FAILED
+    n21 = rd16(c, p); p += 2
+    if n21 >= 0:
+        if need_len(p, n21, L, up, b'RackId', -1): return FAILED
+        v20 = utf8_text(<const char*>c + p, n21); p += n21
+    elif n21 == -1:
+        v20 = None
     else:
-        fail(NEGATIVE, n20, p, L, up, b'RackId', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11, "RackId": v19}
+        return failed(NEGATIVE, n21, p, L, up, b'RackId', -1)
+    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v20}
     pp[0] = p
     return d
 
@@ -530,23 +549,25 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v3, v6, v7, v8, v9, v10, v11, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Topic', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 33 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i5)
+            if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd32(c, p + 4)
             v8 = rd64(c, p + 8)
@@ -556,15 +577,21 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             p += 32
             d12 = {"Partition": v6, "CurrentLeaderEpoch": v7, "FetchOffset": v8, "LastFetchedEpoch": v9, "LogStartOffset": v10, "PartitionMaxBytes": v11}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d12)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -573,26 +600,27 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'ClusterId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'ClusterId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'ClusterId', -1)
     pp[0] = p
     d = v1
     return d
 
 cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n9, n12, n15, n17, n20, t
+    cdef long long n9, n13, n16, n18, n21, t
     cdef Where w
-    cdef Py_ssize_t i10, i13
-    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, v16, d18, v19, d
+    cdef Py_ssize_t i10, i14
+    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v12, v15, v17, d19, v20, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -602,67 +630,80 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v7 = rd32(c, p + 21)
     p += 25
     p = uvar_at(c, p, L, &n9, up, b'Topics', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 3 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f10(b, c, L, &p, B, &w))
+            v11 = _f10(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n12, up, b'ForgottenTopicsData', -1)
-    n12 -= 1
-    if n12 >= 0:
-        if n12 * 3 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
-        for i13 in range(n12):
-            p = uvar_at(c, p, L, &n15, up, b'ForgottenTopicsData[{}].Topic', i13)
-            n15 -= 1
-            if n15 >= 0:
-                need_len(p, n15, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
-            elif n15 == -1:
-                v14 = None
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n13, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n13 -= 1
+    if n13 >= 0:
+        if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n13
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
+        v12 = []
+        for i14 in range(n13):
+            p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Topic', i14)
+            if p < 0: return FAILED
+            n16 -= 1
+            if n16 >= 0:
+                if need_len(p, n16, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Topic', i13)
-            p = uvar_at(c, p, L, &n17, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            n17 -= 1
-            if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
-            elif n17 == -1:
-                v16 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Topic', i14)
+            p = uvar_at(c, p, L, &n18, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            if p < 0: return FAILED
+            n18 -= 1
+            if n18 >= 0:
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                B.left -= n18
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
+            elif n18 == -1:
+                v17 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            d18 = {"Topic": v14, "Partitions": v16}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i13)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'ForgottenTopicsData', i13)
-            v11.append(d18)
-    elif n12 == -1:
-        v11 = None
+                return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            d19 = {"Topic": v15, "Partitions": v17}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i14)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'ForgottenTopicsData', i14)
+                if p < 0: return FAILED
+            v12.append(d19)
+    elif n13 == -1:
+        v12 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
-    p = uvar_at(c, p, L, &n20, up, b'RackId', -1)
-    n20 -= 1
-    if n20 >= 0:
-        need_len(p, n20, L, up, b'RackId', -1)
-        v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
-    elif n20 == -1:
-        v19 = None
+        return failed(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
+    p = uvar_at(c, p, L, &n21, up, b'RackId', -1)
+    if p < 0: return FAILED
+    n21 -= 1
+    if n21 >= 0:
+        if need_len(p, n21, L, up, b'RackId', -1): return FAILED
+        v20 = utf8_text(<const char*>c + p, n21); p += n21
+    elif n21 == -1:
+        v20 = None
     else:
-        fail(NEGATIVE, n20, p, L, up, b'RackId', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11, "RackId": v19}
+        return failed(NEGATIVE, n21, p, L, up, b'RackId', -1)
+    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v20}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -671,18 +712,19 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 33 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4)
+            if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd32(c, p + 4)
             v7 = rd64(c, p + 8)
@@ -692,26 +734,32 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             p += 32
             d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n9, n12, n16, n19, t
+    cdef long long n9, n13, n17, n20, t
     cdef Where w
-    cdef Py_ssize_t i10, i13
-    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v14, v15, d17, v18, d
+    cdef Py_ssize_t i10, i14
+    cdef object v1, v2, v3, v4, v5, v6, v7, v8, v11, v12, v15, v16, d18, v19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 25, L, up, b'ReplicaId+MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -721,61 +769,73 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v7 = rd32(c, p + 21)
     p += 25
     p = uvar_at(c, p, L, &n9, up, b'Topics', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 18 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 18 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f13(b, c, L, &p, B, &w))
+            v11 = _f13(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n12, up, b'ForgottenTopicsData', -1)
-    n12 -= 1
-    if n12 >= 0:
-        if n12 * 18 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
-        for i13 in range(n12):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13)
-            v14 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n13, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n13 -= 1
+    if n13 >= 0:
+        if n13 * 18 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n13
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
+        v12 = []
+        for i14 in range(n13):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i14): return FAILED
+            v15 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            n16 -= 1
-            if n16 >= 0:
-                if n16 * 4 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                B.left -= n16
-                if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-                v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
-            elif n16 == -1:
-                v15 = None
+            p = uvar_at(c, p, L, &n17, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            if p < 0: return FAILED
+            n17 -= 1
+            if n17 >= 0:
+                if n17 * 4 > L - p: return failed(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                B.left -= n17
+                if B.left < 0: return failed(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
+            elif n17 == -1:
+                v16 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
-            d17 = {"TopicId": v14, "Partitions": v15}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i13)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
-            v11.append(d17)
-    elif n12 == -1:
-        v11 = None
+                return failed(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
+            d18 = {"TopicId": v15, "Partitions": v16}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i14)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'ForgottenTopicsData', i14)
+                if p < 0: return FAILED
+            v12.append(d18)
+    elif n13 == -1:
+        v12 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
-    p = uvar_at(c, p, L, &n19, up, b'RackId', -1)
-    n19 -= 1
-    if n19 >= 0:
-        need_len(p, n19, L, up, b'RackId', -1)
-        v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
-    elif n19 == -1:
-        v18 = None
+        return failed(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
+    p = uvar_at(c, p, L, &n20, up, b'RackId', -1)
+    if p < 0: return FAILED
+    n20 -= 1
+    if n20 >= 0:
+        if need_len(p, n20, L, up, b'RackId', -1): return FAILED
+        v19 = utf8_text(<const char*>c + p, n20); p += n20
+    elif n20 == -1:
+        v19 = None
     else:
-        fail(NEGATIVE, n19, p, L, up, b'RackId', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v11, "RackId": v18}
+        return failed(NEGATIVE, n20, p, L, up, b'RackId', -1)
+    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "SessionId": v6, "SessionEpoch": v7, "Topics": v8, "ForgottenTopicsData": v12, "RackId": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -783,13 +843,16 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 12, L, up, b'ReplicaId+ReplicaEpoch', -1)
+    if need_at(p, 12, L, up, b'ReplicaId+ReplicaEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd64(c, p + 4)
     p += 12
     d = {"ReplicaId": v1, "ReplicaEpoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -799,18 +862,19 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'ReplicaState'; w.index = -1; v1 = _f15(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     pp[0] = p
     d = v1
     return d
 
 cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n8, n11, n15, n18, t
+    cdef long long n8, n12, n16, n19, t
     cdef Where w
-    cdef Py_ssize_t i9, i12
-    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, v14, d16, v17, d
+    cdef Py_ssize_t i9, i13
+    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v11, v14, v15, d17, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -819,68 +883,80 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v6 = rd32(c, p + 17)
     p += 21
     p = uvar_at(c, p, L, &n8, up, b'Topics', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        if n8 * 18 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f13(b, c, L, &p, B, &w))
+            v10 = _f13(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n11, up, b'ForgottenTopicsData', -1)
-    n11 -= 1
-    if n11 >= 0:
-        if n11 * 18 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'ForgottenTopicsData', -1)
-        v10 = []
-        for i12 in range(n11):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i12)
-            v13 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n12, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n12 -= 1
+    if n12 >= 0:
+        if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n12
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
+        v11 = []
+        for i13 in range(n12):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
+            v14 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n15, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            n15 -= 1
-            if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
-            elif n15 == -1:
-                v14 = None
+            p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            if p < 0: return FAILED
+            n16 -= 1
+            if n16 >= 0:
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                B.left -= n16
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            d16 = {"TopicId": v13, "Partitions": v14}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i12)
-            if t: p = tags_at(b, p, t, _T0, d16, B, up, b'ForgottenTopicsData', i12)
-            v10.append(d16)
-    elif n11 == -1:
-        v10 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            d17 = {"TopicId": v14, "Partitions": v15}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
+                if p < 0: return FAILED
+            v11.append(d17)
+    elif n12 == -1:
+        v11 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'ForgottenTopicsData', -1)
-    p = uvar_at(c, p, L, &n18, up, b'RackId', -1)
-    n18 -= 1
-    if n18 >= 0:
-        need_len(p, n18, L, up, b'RackId', -1)
-        v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
-    elif n18 == -1:
-        v17 = None
+        return failed(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
+    p = uvar_at(c, p, L, &n19, up, b'RackId', -1)
+    if p < 0: return FAILED
+    n19 -= 1
+    if n19 >= 0:
+        if need_len(p, n19, L, up, b'RackId', -1): return FAILED
+        v18 = utf8_text(<const char*>c + p, n19); p += n19
+    elif n19 == -1:
+        v18 = None
     else:
-        fail(NEGATIVE, n18, p, L, up, b'RackId', -1)
-    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v17}
+        return failed(NEGATIVE, n19, p, L, up, b'RackId', -1)
+    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'ReplicaDirectoryId', -1)
+    if need_at(p, 16, L, up, b'ReplicaDirectoryId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     pp[0] = p
@@ -892,18 +968,19 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 33 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4)
+            if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd32(c, p + 4)
             v7 = rd64(c, p + 8)
@@ -913,26 +990,32 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             p += 32
             d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T3, d11, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T3, d11, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n8, n11, n15, n18, t
+    cdef long long n8, n12, n16, n19, t
     cdef Where w
-    cdef Py_ssize_t i9, i12
-    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, v14, d16, v17, d
+    cdef Py_ssize_t i9, i13
+    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v11, v14, v15, d17, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -941,68 +1024,80 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v6 = rd32(c, p + 17)
     p += 21
     p = uvar_at(c, p, L, &n8, up, b'Topics', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        if n8 * 18 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f19(b, c, L, &p, B, &w))
+            v10 = _f19(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n11, up, b'ForgottenTopicsData', -1)
-    n11 -= 1
-    if n11 >= 0:
-        if n11 * 18 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'ForgottenTopicsData', -1)
-        v10 = []
-        for i12 in range(n11):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i12)
-            v13 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n12, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n12 -= 1
+    if n12 >= 0:
+        if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n12
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
+        v11 = []
+        for i13 in range(n12):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
+            v14 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n15, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            n15 -= 1
-            if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
-            elif n15 == -1:
-                v14 = None
+            p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            if p < 0: return FAILED
+            n16 -= 1
+            if n16 >= 0:
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                B.left -= n16
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            d16 = {"TopicId": v13, "Partitions": v14}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i12)
-            if t: p = tags_at(b, p, t, _T0, d16, B, up, b'ForgottenTopicsData', i12)
-            v10.append(d16)
-    elif n11 == -1:
-        v10 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            d17 = {"TopicId": v14, "Partitions": v15}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
+                if p < 0: return FAILED
+            v11.append(d17)
+    elif n12 == -1:
+        v11 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'ForgottenTopicsData', -1)
-    p = uvar_at(c, p, L, &n18, up, b'RackId', -1)
-    n18 -= 1
-    if n18 >= 0:
-        need_len(p, n18, L, up, b'RackId', -1)
-        v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
-    elif n18 == -1:
-        v17 = None
+        return failed(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
+    p = uvar_at(c, p, L, &n19, up, b'RackId', -1)
+    if p < 0: return FAILED
+    n19 -= 1
+    if n19 >= 0:
+        if need_len(p, n19, L, up, b'RackId', -1): return FAILED
+        v18 = utf8_text(<const char*>c + p, n19); p += n19
+    elif n19 == -1:
+        v18 = None
     else:
-        fail(NEGATIVE, n18, p, L, up, b'RackId', -1)
-    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v17}
+        return failed(NEGATIVE, n19, p, L, up, b'RackId', -1)
+    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'HighWatermark', -1)
+    if need_at(p, 8, L, up, b'HighWatermark', -1): return FAILED
     v1 = rd64(c, p + 0)
     p += 8
     pp[0] = p
@@ -1014,18 +1109,19 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 33 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4)
+            if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd32(c, p + 4)
             v7 = rd64(c, p + 8)
@@ -1035,26 +1131,32 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             p += 32
             d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T4, d11, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T4, d11, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n8, n11, n15, n18, t
+    cdef long long n8, n12, n16, n19, t
     cdef Where w
-    cdef Py_ssize_t i9, i12
-    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v13, v14, d16, v17, d
+    cdef Py_ssize_t i9, i13
+    cdef object v1, v2, v3, v4, v5, v6, v7, v10, v11, v14, v15, d17, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1)
+    if need_at(p, 21, L, up, b'MaxWaitMs+MinBytes+MaxBytes+IsolationLevel+SessionId+SessionEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     v3 = rd32(c, p + 8)
@@ -1063,61 +1165,73 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v6 = rd32(c, p + 17)
     p += 21
     p = uvar_at(c, p, L, &n8, up, b'Topics', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        if n8 * 18 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f22(b, c, L, &p, B, &w))
+            v10 = _f22(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n11, up, b'ForgottenTopicsData', -1)
-    n11 -= 1
-    if n11 >= 0:
-        if n11 * 18 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'ForgottenTopicsData', -1)
-        v10 = []
-        for i12 in range(n11):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i12)
-            v13 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n12, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n12 -= 1
+    if n12 >= 0:
+        if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n12
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
+        v11 = []
+        for i13 in range(n12):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
+            v14 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n15, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            n15 -= 1
-            if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-                v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
-            elif n15 == -1:
-                v14 = None
+            p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            if p < 0: return FAILED
+            n16 -= 1
+            if n16 >= 0:
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                B.left -= n16
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+                v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
+            elif n16 == -1:
+                v15 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData[{}].Partitions', i12)
-            d16 = {"TopicId": v13, "Partitions": v14}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i12)
-            if t: p = tags_at(b, p, t, _T0, d16, B, up, b'ForgottenTopicsData', i12)
-            v10.append(d16)
-    elif n11 == -1:
-        v10 = None
+                return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData[{}].Partitions', i13)
+            d17 = {"TopicId": v14, "Partitions": v15}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
+                if p < 0: return FAILED
+            v11.append(d17)
+    elif n12 == -1:
+        v11 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'ForgottenTopicsData', -1)
-    p = uvar_at(c, p, L, &n18, up, b'RackId', -1)
-    n18 -= 1
-    if n18 >= 0:
-        need_len(p, n18, L, up, b'RackId', -1)
-        v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
-    elif n18 == -1:
-        v17 = None
+        return failed(NEGATIVE, n12, p, L, up, b'ForgottenTopicsData', -1)
+    p = uvar_at(c, p, L, &n19, up, b'RackId', -1)
+    if p < 0: return FAILED
+    n19 -= 1
+    if n19 >= 0:
+        if need_len(p, n19, L, up, b'RackId', -1): return FAILED
+        v18 = utf8_text(<const char*>c + p, n19); p += n19
+    elif n19 == -1:
+        v18 = None
     else:
-        fail(NEGATIVE, n18, p, L, up, b'RackId', -1)
-    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v10, "RackId": v17}
+        return failed(NEGATIVE, n19, p, L, up, b'RackId', -1)
+    d = {"MaxWaitMs": v1, "MinBytes": v2, "MaxBytes": v3, "IsolationLevel": v4, "SessionId": v5, "SessionEpoch": v6, "Topics": v7, "ForgottenTopicsData": v11, "RackId": v18}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T2, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1126,43 +1240,45 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 14, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', i5)
+            if need_at(p, 14, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
             p += 14
-            need_at(p, 4, L, up, b'Partitions[{}].Records', i5)
+            if need_at(p, 4, L, up, b'Partitions[{}].Records', i5): return FAILED
             n10 = rd32(c, p); p += 4
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].Records', i5)
-                v9 = records_at(b, p, n10, B, up, b'Partitions[{}].Records', i5); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].Records', i5): return FAILED
+                v9 = records_at(b, p, n10, B, up, b'Partitions[{}].Records', i5)
+                if v9 is FAILED: return FAILED
+                p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].Records', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].Records', i5)
             d11 = {"PartitionIndex": v6, "ErrorCode": v7, "HighWatermark": v8, "Records": v9}
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -1171,23 +1287,25 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
-            v1.append(_f24(b, c, L, &p, B, &w))
+            v4 = _f24(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Responses', -1)
     d = {"Responses": v1}
     pp[0] = p
     return d
@@ -1196,26 +1314,28 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
-            v2.append(_f24(b, c, L, &p, B, &w))
+            v5 = _f24(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "Responses": v2}
     pp[0] = p
     return d
@@ -1225,21 +1345,21 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i7
     cdef object v1, v2, v3, v4, v5, v8, v9, d10, v11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 22, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', -1)
+    if need_at(p, 22, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
     v4 = rd64(c, p + 14)
     p += 22
-    need_at(p, 4, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'AbortedTransactions', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 16 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'AbortedTransactions', -1)
+        if n6 * 16 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'AbortedTransactions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'AbortedTransactions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'AbortedTransactions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i7)
+            if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i7): return FAILED
             v8 = rd64(c, p + 0)
             v9 = rd64(c, p + 8)
             p += 16
@@ -1248,16 +1368,18 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'AbortedTransactions', -1)
-    need_at(p, 4, L, up, b'Records', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'Records', -1): return FAILED
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
-        need_len(p, n12, L, up, b'Records', -1)
-        v11 = records_at(b, p, n12, B, up, b'Records', -1); p += n12
+        if need_len(p, n12, L, up, b'Records', -1): return FAILED
+        v11 = records_at(b, p, n12, B, up, b'Records', -1)
+        if v11 is FAILED: return FAILED
+        p += n12
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Records', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Records', -1)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "AbortedTransactions": v5, "Records": v11}
     pp[0] = p
     return d
@@ -1266,32 +1388,34 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 30 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 30 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
-            v3.append(_f27(b, c, L, &p, B, &w))
+            v6 = _f27(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -1300,26 +1424,28 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
-            v2.append(_f28(b, c, L, &p, B, &w))
+            v5 = _f28(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "Responses": v2}
     pp[0] = p
     return d
@@ -1329,22 +1455,22 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d11, v12, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
     v4 = rd64(c, p + 14)
     v5 = rd64(c, p + 22)
     p += 30
-    need_at(p, 4, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'AbortedTransactions', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 16 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
+        if n7 * 16 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8)
+            if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
             v10 = rd64(c, p + 8)
             p += 16
@@ -1353,16 +1479,18 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
-    need_at(p, 4, L, up, b'Records', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'Records', -1): return FAILED
     n13 = rd32(c, p); p += 4
     if n13 >= 0:
-        need_len(p, n13, L, up, b'Records', -1)
-        v12 = records_at(b, p, n13, B, up, b'Records', -1); p += n13
+        if need_len(p, n13, L, up, b'Records', -1): return FAILED
+        v12 = records_at(b, p, n13, B, up, b'Records', -1)
+        if v12 is FAILED: return FAILED
+        p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Records', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Records', -1)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "Records": v12}
     pp[0] = p
     return d
@@ -1371,32 +1499,34 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 38 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 38 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
-            v3.append(_f30(b, c, L, &p, B, &w))
+            v6 = _f30(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -1405,26 +1535,28 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
-            v2.append(_f31(b, c, L, &p, B, &w))
+            v5 = _f31(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "Responses": v2}
     pp[0] = p
     return d
@@ -1433,28 +1565,30 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n5
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        if n5 * 6 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
+        if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
-            v4.append(_f31(b, c, L, &p, B, &w))
+            v7 = _f31(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     pp[0] = p
     return d
@@ -1464,22 +1598,22 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d11, v12, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
     v4 = rd64(c, p + 14)
     v5 = rd64(c, p + 22)
     p += 30
-    need_at(p, 4, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'AbortedTransactions', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 16 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
+        if n7 * 16 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8)
+            if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
             v10 = rd64(c, p + 8)
             p += 16
@@ -1488,19 +1622,21 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
-    need_at(p, 4, L, up, b'PreferredReadReplica', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'PreferredReadReplica', -1): return FAILED
     v12 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Records', -1)
+    if need_at(p, 4, L, up, b'Records', -1): return FAILED
     n14 = rd32(c, p); p += 4
     if n14 >= 0:
-        need_len(p, n14, L, up, b'Records', -1)
-        v13 = records_at(b, p, n14, B, up, b'Records', -1); p += n14
+        if need_len(p, n14, L, up, b'Records', -1): return FAILED
+        v13 = records_at(b, p, n14, B, up, b'Records', -1)
+        if v13 is FAILED: return FAILED
+        p += n14
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'Records', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'Records', -1)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v12, "Records": v13}
     pp[0] = p
     return d
@@ -1509,32 +1645,34 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Topic', -1)
+    if need_at(p, 2, L, up, b'Topic', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 42 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 42 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
-            v3.append(_f34(b, c, L, &p, B, &w))
+            v6 = _f34(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -1543,28 +1681,30 @@ cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n5
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
-    need_at(p, 4, L, up, b'Responses', -1)
+    if need_at(p, 4, L, up, b'Responses', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        if n5 * 6 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
+        if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
-            v4.append(_f35(b, c, L, &p, B, &w))
+            v7 = _f35(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     pp[0] = p
     return d
@@ -1573,13 +1713,16 @@ cdef object _f37(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 12, L, up, b'Epoch+EndOffset', -1)
+    if need_at(p, 12, L, up, b'Epoch+EndOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd64(c, p + 4)
     p += 12
     d = {"Epoch": v1, "EndOffset": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1589,6 +1732,7 @@ cdef object _f38(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'DivergingEpoch'; w.index = -1; v1 = _f37(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     pp[0] = p
     d = v1
     return d
@@ -1597,13 +1741,16 @@ cdef object _f39(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1)
+    if need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1613,6 +1760,7 @@ cdef object _f40(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'CurrentLeader'; w.index = -1; v1 = _f39(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     pp[0] = p
     d = v1
     return d
@@ -1621,13 +1769,16 @@ cdef object _f41(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 12, L, up, b'EndOffset+Epoch', -1)
+    if need_at(p, 12, L, up, b'EndOffset+Epoch', -1): return FAILED
     v1 = rd64(c, p + 0)
     v2 = rd32(c, p + 8)
     p += 12
     d = {"EndOffset": v1, "Epoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1637,6 +1788,7 @@ cdef object _f42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'SnapshotId'; w.index = -1; v1 = _f41(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     pp[0] = p
     d = v1
     return d
@@ -1646,7 +1798,7 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v3, v4, v5, v6, v9, v10, d11, v12, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1)
+    if need_at(p, 30, L, up, b'PartitionIndex+ErrorCode+HighWatermark+LastStableOffset+LogStartOffset', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -1654,40 +1806,50 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     v5 = rd64(c, p + 22)
     p += 30
     p = uvar_at(c, p, L, &n7, up, b'AbortedTransactions', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 17 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
+        if n7 * 17 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8)
+            if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
             v10 = rd64(c, p + 8)
             p += 16
             d11 = {"ProducerId": v9, "FirstOffset": v10}
             p = uvar_at(c, p, L, &t, up, b'AbortedTransactions', i8)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'AbortedTransactions', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'AbortedTransactions', i8)
+                if p < 0: return FAILED
             v6.append(d11)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
-    need_at(p, 4, L, up, b'PreferredReadReplica', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'AbortedTransactions', -1)
+    if need_at(p, 4, L, up, b'PreferredReadReplica', -1): return FAILED
     v12 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n14, up, b'Records', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        need_len(p, n14, L, up, b'Records', -1)
-        v13 = records_at(b, p, n14, B, up, b'Records', -1); p += n14
+        if need_len(p, n14, L, up, b'Records', -1): return FAILED
+        v13 = records_at(b, p, n14, B, up, b'Records', -1)
+        if v13 is FAILED: return FAILED
+        p += n14
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'Records', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'Records', -1)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v12, "Records": v13}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T5, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T5, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1695,35 +1857,42 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Topic', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Topic', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Topic', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topic', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topic', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 37 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 37 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
-            v3.append(_f43(b, c, L, &p, B, &w))
+            v6 = _f43(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Topic": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1731,31 +1900,37 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n5, t
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'Responses', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        if n5 * 3 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
+        if n5 * 3 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
-            v4.append(_f44(b, c, L, &p, B, &w))
+            v7 = _f44(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1763,29 +1938,35 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 37 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 37 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f43(b, c, L, &p, B, &w))
+            v5 = _f43(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1793,31 +1974,37 @@ cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n5, t
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'Responses', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        if n5 * 18 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
+        if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
-            v4.append(_f46(b, c, L, &p, B, &w))
+            v7 = _f46(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1827,45 +2014,51 @@ cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v4, v5, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 11 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
+        if n2 * 11 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n6, up, b'NodeEndpoints[{}].Host', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'NodeEndpoints[{}].Host', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'NodeEndpoints[{}].Host', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'NodeEndpoints[{}].Host', i3)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'NodeEndpoints[{}].Host', i3)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i3): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n9, up, b'NodeEndpoints[{}].Rack', i3)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'NodeEndpoints[{}].Rack', i3)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'NodeEndpoints[{}].Rack', i3): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'NodeEndpoints[{}].Rack', i3)
+                return failed(NEGATIVE, n9, p, L, up, b'NodeEndpoints[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
             p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i3)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
+                if p < 0: return FAILED
             v1.append(d10)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'NodeEndpoints', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'NodeEndpoints', -1)
     pp[0] = p
     d = v1
     return d
@@ -1874,31 +2067,37 @@ cdef object _f49(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n5, t
     cdef Where w
     cdef Py_ssize_t i6
-    cdef object v1, v2, v3, v4, d
+    cdef object v1, v2, v3, v4, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+SessionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'Responses', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        if n5 * 18 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
+        if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
         v4 = []
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
-            v4.append(_f46(b, c, L, &p, B, &w))
+            v7 = _f46(b, c, L, &p, B, &w)
+            if v7 is FAILED: return FAILED
+            v4.append(v7)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Responses', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "SessionId": v3, "Responses": v4}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T6, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T6, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -3839,118 +4038,176 @@ cdef object _t42(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f16(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w18(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f18(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w21(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f21(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w38(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f38(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w40(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f40(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w42(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f42(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w48(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f48(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f12(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w14(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f14(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f17(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w20(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f20(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w23(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f23(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w25(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f25(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w26(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f26(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w29(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f29(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w32(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f32(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w33(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f33(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w36(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f36(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w45(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f45(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w47(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f47(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w49(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f49(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _x2(bytes b, Py_ssize_t p, ElementBudget B not None):
@@ -4181,4 +4438,4 @@ REQUEST = {0: _w1, 1: _w1, 2: _w1, 3: _w2, 4: _w3, 5: _w5, 6: _w5, 7: _w6, 8: _w
 RESPONSE = {0: _w25, 1: _w26, 2: _w26, 3: _w26, 4: _w29, 5: _w32, 6: _w32, 7: _w33, 8: _w33, 9: _w33, 10: _w33, 11: _w36, 12: _w45, 13: _w47, 14: _w47, 15: _w47, 16: _w49, 17: _w49, 18: _w49}
 REQUEST_TEXT = {0: _x2, 1: _x2, 2: _x2, 3: _x3, 4: _x4, 5: _x7, 6: _x7, 7: _x9, 8: _x9, 9: _x12, 10: _x12, 11: _x13, 12: _x17, 13: _x20, 14: _x20, 15: _x21, 16: _x21, 17: _x21, 18: _x21}
 RESPONSE_TEXT = {0: _x24, 1: _x25, 2: _x25, 3: _x25, 4: _x29, 5: _x32, 6: _x32, 7: _x33, 8: _x33, 9: _x33, 10: _x33, 11: _x36, 12: _x40, 13: _x42, 14: _x42, 15: _x42, 16: _x42, 17: _x42, 18: _x42}
-BUILD_HASH = 'd92ae201d845e853'
+BUILD_HASH = 'b42cc6e5325a19e6'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,24 +18,24 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 16 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
@@ -40,7 +45,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -49,26 +54,28 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ReplicaId', -1)
+    if need_at(p, 4, L, up, b'ReplicaId', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f0(b, c, L, &p, B, &w))
+            v5 = _f0(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -78,24 +85,24 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 12 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 12 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+Timestamp', i5)
+            if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             p += 12
@@ -104,7 +111,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -113,26 +120,28 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ReplicaId', -1)
+    if need_at(p, 4, L, up, b'ReplicaId', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f2(b, c, L, &p, B, &w))
+            v5 = _f2(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -141,27 +150,29 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, d
+    cdef object v1, v2, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1)
+    if need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd8(c, p + 4)
     p += 5
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f2(b, c, L, &p, B, &w))
+            v6 = _f2(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3}
     pp[0] = p
     return d
@@ -171,24 +182,24 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 16 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd32(c, p + 4)
             v8 = rd64(c, p + 8)
@@ -198,7 +209,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -207,27 +218,29 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, d
+    cdef object v1, v2, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1)
+    if need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd8(c, p + 4)
     p += 5
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f5(b, c, L, &p, B, &w))
+            v6 = _f5(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3}
     pp[0] = p
     return d
@@ -238,38 +251,46 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v7, v8, d9, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 17 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 17 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd32(c, p + 4)
             v8 = rd64(c, p + 8)
             p += 16
             d9 = {"PartitionIndex": v6, "CurrentLeaderEpoch": v7, "Timestamp": v8}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d9, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d9, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d9)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -277,30 +298,36 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, d
+    cdef object v1, v2, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1)
+    if need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd8(c, p + 4)
     p += 5
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f7(b, c, L, &p, B, &w))
+            v6 = _f7(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -308,33 +335,39 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, v6, d
+    cdef object v1, v2, v3, v6, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1)
+    if need_at(p, 5, L, up, b'ReplicaId+IsolationLevel', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd8(c, p + 4)
     p += 5
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f7(b, c, L, &p, B, &w))
+            v6 = _f7(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'TimeoutMs', -1)
-    v6 = rd32(c, p + 0)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'TimeoutMs', -1): return FAILED
+    v7 = rd32(c, p + 0)
     p += 4
-    d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3, "TimeoutMs": v6}
+    d = {"ReplicaId": v1, "IsolationLevel": v2, "Topics": v3, "TimeoutMs": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -343,44 +376,44 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 10 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 10 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
-            need_at(p, 4, L, up, b'Partitions[{}].OldStyleOffsets', i5)
+            if need_at(p, 4, L, up, b'Partitions[{}].OldStyleOffsets', i5): return FAILED
             n9 = rd32(c, p); p += 4
             if n9 >= 0:
-                if n9 * 8 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
+                if n9 * 8 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
                 B.left -= n9
-                if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
+                if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
                 v8 = arr_fixed(c, p, L, n9, b'q'); p += n9 * 8
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
             d10 = {"PartitionIndex": v6, "ErrorCode": v7, "OldStyleOffsets": v8}
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -389,23 +422,25 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
-            v1.append(_f10(b, c, L, &p, B, &w))
+            v4 = _f10(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
     d = {"Topics": v1}
     pp[0] = p
     return d
@@ -415,24 +450,24 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 22 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 22, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', i5)
+            if need_at(p, 22, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -443,7 +478,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -452,23 +487,25 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
-            v1.append(_f12(b, c, L, &p, B, &w))
+            v4 = _f12(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
     d = {"Topics": v1}
     pp[0] = p
     return d
@@ -477,26 +514,28 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f12(b, c, L, &p, B, &w))
+            v5 = _f12(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -506,24 +545,24 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 26 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 26 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5)
+            if need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -535,7 +574,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -544,26 +583,28 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f15(b, c, L, &p, B, &w))
+            v5 = _f15(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -574,23 +615,25 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v3, v6, v7, v8, v9, v10, d11, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 27 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 27 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5)
+            if need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             v8 = rd64(c, p + 6)
@@ -599,15 +642,21 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             p += 26
             d11 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9, "LeaderEpoch": v10}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -615,78 +664,106 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f17(b, c, L, &p, B, &w))
+            v5 = _f17(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f13(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w14(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f14(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w16(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f16(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w18(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f18(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w3, 2: _w4, 3: _w4, 4: _w6, 5: _w6, 6: _w8, 7: _w8, 8: _w8, 9: _w8, 10: _w9, 11: _w9}
 RESPONSE = {0: _w11, 1: _w13, 2: _w14, 3: _w14, 4: _w16, 5: _w16, 6: _w18, 7: _w18, 8: _w18, 9: _w18, 10: _w18, 11: _w18}
-BUILD_HASH = '636a42bbb09881be'
+BUILD_HASH = 'a29a2b557b8d76c0'

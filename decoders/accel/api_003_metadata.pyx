@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,29 +18,29 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3
     cdef object v1, v4, d6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics[{}].Name', i3)
+            if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
             v1.append(d6)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
     d = {"Topics": v1}
     pp[0] = p
     return d
@@ -45,30 +50,30 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3
     cdef object v1, v4, d6, v7, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics[{}].Name', i3)
+            if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
             v1.append(d6)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 1, L, up, b'AllowAutoTopicCreation', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 1, L, up, b'AllowAutoTopicCreation', -1): return FAILED
     v7 = (c[p + 0] != 0)
     p += 1
     d = {"Topics": v1, "AllowAutoTopicCreation": v7}
@@ -80,30 +85,30 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3
     cdef object v1, v4, d6, v7, v8, v9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics[{}].Name', i3)
+            if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
             v1.append(d6)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1): return FAILED
     v7 = (c[p + 0] != 0)
     v8 = (c[p + 1] != 0)
     v9 = (c[p + 2] != 0)
@@ -118,38 +123,46 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, d6, v7, v8, v9, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Topics', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'Topics[{}].Name', i3)
+            if p < 0: return FAILED
             n5 -= 1
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
             p = uvar_at(c, p, L, &t, up, b'Topics', i3)
-            if t: p = tags_at(b, p, t, _T0, d6, B, up, b'Topics', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d6, B, up, b'Topics', i3)
+                if p < 0: return FAILED
             v1.append(d6)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1): return FAILED
     v7 = (c[p + 0] != 0)
     v8 = (c[p + 1] != 0)
     v9 = (c[p + 2] != 0)
     p += 3
     d = {"Topics": v1, "AllowAutoTopicCreation": v7, "IncludeClusterAuthorizedOperations": v8, "IncludeTopicAuthorizedOperations": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -159,41 +172,49 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v5, d7, v8, v9, v10, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Topics', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 18 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 16, L, up, b'Topics[{}].TopicId', i3)
+            if need_at(p, 16, L, up, b'Topics[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n6, up, b'Topics[{}].Name', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Topics[{}].Name', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Topics[{}].Name', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'Topics[{}].Name', i3)
             d7 = {"TopicId": v4, "Name": v5}
             p = uvar_at(c, p, L, &t, up, b'Topics', i3)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
+                if p < 0: return FAILED
             v1.append(d7)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 3, L, up, b'AllowAutoTopicCreation+IncludeClusterAuthorizedOperations+IncludeTopicAuthorizedOperations', -1): return FAILED
     v8 = (c[p + 0] != 0)
     v9 = (c[p + 1] != 0)
     v10 = (c[p + 2] != 0)
     p += 3
     d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeClusterAuthorizedOperations": v9, "IncludeTopicAuthorizedOperations": v10}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -203,40 +224,48 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v5, d7, v8, v9, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Topics', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 18 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 16, L, up, b'Topics[{}].TopicId', i3)
+            if need_at(p, 16, L, up, b'Topics[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n6, up, b'Topics[{}].Name', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Topics[{}].Name', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Topics[{}].Name', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Topics[{}].Name', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'Topics[{}].Name', i3)
             d7 = {"TopicId": v4, "Name": v5}
             p = uvar_at(c, p, L, &t, up, b'Topics', i3)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
+                if p < 0: return FAILED
             v1.append(d7)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'AllowAutoTopicCreation+IncludeTopicAuthorizedOperations', -1): return FAILED
     v8 = (c[p + 0] != 0)
     v9 = (c[p + 1] != 0)
     p += 2
     d = {"Topics": v1, "AllowAutoTopicCreation": v8, "IncludeTopicAuthorizedOperations": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -245,59 +274,59 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i6
     cdef object v1, v2, v4, v7, v8, v9, v10, v12, d14, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        if n5 * 18 > L - p: fail(SHORT_COUNT, n5, p, L, up, b'Partitions', -1)
+        if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Partitions', -1)
         B.left -= n5
-        if B.left < 0: fail(OVER_BUDGET, n5, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Partitions', -1)
         v4 = []
         for i6 in range(n5):
-            need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i6)
+            if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i6): return FAILED
             v7 = rd16(c, p + 0)
             v8 = rd32(c, p + 2)
             v9 = rd32(c, p + 6)
             p += 10
-            need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i6)
+            if need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i6): return FAILED
             n11 = rd32(c, p); p += 4
             if n11 >= 0:
-                if n11 * 4 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
+                if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
                 B.left -= n11
-                if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
+                if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
                 v10 = arr_fixed(c, p, L, n11, b'i'); p += n11 * 4
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
-            need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i6)
+                return failed(NEGATIVE, n11, p, L, up, b'Partitions[{}].ReplicaNodes', i6)
+            if need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i6): return FAILED
             n13 = rd32(c, p); p += 4
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
+                return failed(NEGATIVE, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
             d14 = {"ErrorCode": v7, "PartitionIndex": v8, "LeaderId": v9, "ReplicaNodes": v10, "IsrNodes": v12}
             v4.append(d14)
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Partitions', -1)
     d = {"ErrorCode": v1, "Name": v2, "Partitions": v4}
     pp[0] = p
     return d
@@ -306,30 +335,30 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n6, n10
     cdef Where w
     cdef Py_ssize_t i3, i11
-    cdef object v1, v4, v5, v7, d8, v9, d
+    cdef object v1, v4, v5, v7, d8, v9, v12, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 10 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
+        if n2 * 10 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i3): return FAILED
             n6 = rd16(c, p); p += 2
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Brokers[{}].Host', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Brokers[{}].Host', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i3): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
             d8 = {"NodeId": v4, "Host": v5, "Port": v7}
@@ -337,21 +366,23 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Brokers', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
-        if n10 * 8 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
+        if n10 * 8 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
         v9 = []
         for i11 in range(n10):
             w.name = b'Topics'; w.index = i11
-            v9.append(_f6(b, c, L, &p, B, &w))
+            v12 = _f6(b, c, L, &p, B, &w)
+            if v12 is FAILED: return FAILED
+            v9.append(v12)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'Topics', -1)
     d = {"Brokers": v1, "Topics": v9}
     pp[0] = p
     return d
@@ -361,62 +392,62 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, v9, v10, v11, v13, d15, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 1, L, up, b'IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 1, L, up, b'IsInternal', -1): return FAILED
     v4 = (c[p + 0] != 0)
     p += 1
-    need_at(p, 4, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 18 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
+        if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7)
+            if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7): return FAILED
             v8 = rd16(c, p + 0)
             v9 = rd32(c, p + 2)
             v10 = rd32(c, p + 6)
             p += 10
-            need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7): return FAILED
             n12 = rd32(c, p); p += 4
             if n12 >= 0:
-                if n12 * 4 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if n12 * 4 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 B.left -= n12
-                if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 v11 = arr_fixed(c, p, L, n12, b'i'); p += n12 * 4
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
             d15 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13}
             v5.append(d15)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Partitions', -1)
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5}
     pp[0] = p
     return d
@@ -425,64 +456,66 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n6, n9, n13
     cdef Where w
     cdef Py_ssize_t i3, i14
-    cdef object v1, v4, v5, v7, v8, d10, v11, v12, d
+    cdef object v1, v4, v5, v7, v8, d10, v11, v12, v15, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 12 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
+        if n2 * 12 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i3): return FAILED
             n6 = rd16(c, p); p += 2
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Brokers[{}].Host', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Brokers[{}].Host', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i3): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i3)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i3): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Brokers[{}].Rack', i3)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Brokers[{}].Rack', i3): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
+                return failed(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
             v1.append(d10)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Brokers', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v11 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n13 = rd32(c, p); p += 4
     if n13 >= 0:
-        if n13 * 9 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
+        if n13 * 9 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
         v12 = []
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
-            v12.append(_f8(b, c, L, &p, B, &w))
+            v15 = _f8(b, c, L, &p, B, &w)
+            if v15 is FAILED: return FAILED
+            v12.append(v15)
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Topics', -1)
     d = {"Brokers": v1, "ControllerId": v11, "Topics": v12}
     pp[0] = p
     return d
@@ -491,73 +524,75 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n6, n9, n12, n15
     cdef Where w
     cdef Py_ssize_t i3, i16
-    cdef object v1, v4, v5, v7, v8, d10, v11, v13, v14, d
+    cdef object v1, v4, v5, v7, v8, d10, v11, v13, v14, v17, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 12 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
+        if n2 * 12 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i3): return FAILED
             n6 = rd16(c, p); p += 2
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Brokers[{}].Host', i3)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Brokers[{}].Host', i3): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'Brokers[{}].Host', i3)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i3): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i3)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i3): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Brokers[{}].Rack', i3)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Brokers[{}].Rack', i3): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
+                return failed(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
             v1.append(d10)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Brokers', -1)
-    need_at(p, 2, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Brokers', -1)
+    if need_at(p, 2, L, up, b'ClusterId', -1): return FAILED
     n12 = rd16(c, p); p += 2
     if n12 >= 0:
-        need_len(p, n12, L, up, b'ClusterId', -1)
-        v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+        if need_len(p, n12, L, up, b'ClusterId', -1): return FAILED
+        v11 = utf8_text(<const char*>c + p, n12); p += n12
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v13 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n15 = rd32(c, p); p += 4
     if n15 >= 0:
-        if n15 * 9 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'Topics', -1)
+        if n15 * 9 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'Topics', -1)
         B.left -= n15
-        if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'Topics', -1)
         v14 = []
         for i16 in range(n15):
             w.name = b'Topics'; w.index = i16
-            v14.append(_f8(b, c, L, &p, B, &w))
+            v17 = _f8(b, c, L, &p, B, &w)
+            if v17 is FAILED: return FAILED
+            v14.append(v17)
     elif n15 == -1:
         v14 = None
     else:
-        fail(NEGATIVE, n15, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n15, p, L, up, b'Topics', -1)
     d = {"Brokers": v1, "ClusterId": v11, "ControllerId": v13, "Topics": v14}
     pp[0] = p
     return d
@@ -566,76 +601,78 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 12 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i4): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i4): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
-    need_at(p, 2, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+    if need_at(p, 2, L, up, b'ClusterId', -1): return FAILED
     n13 = rd16(c, p); p += 2
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n16 = rd32(c, p); p += 4
     if n16 >= 0:
-        if n16 * 9 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f8(b, c, L, &p, B, &w))
+            v18 = _f8(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     pp[0] = p
     return d
@@ -645,73 +682,73 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, v9, v10, v11, v13, v15, d17, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 1, L, up, b'IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 1, L, up, b'IsInternal', -1): return FAILED
     v4 = (c[p + 0] != 0)
     p += 1
-    need_at(p, 4, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 22 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
+        if n6 * 22 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7)
+            if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7): return FAILED
             v8 = rd16(c, p + 0)
             v9 = rd32(c, p + 2)
             v10 = rd32(c, p + 6)
             p += 10
-            need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7): return FAILED
             n12 = rd32(c, p); p += 4
             if n12 >= 0:
-                if n12 * 4 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if n12 * 4 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 B.left -= n12
-                if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 v11 = arr_fixed(c, p, L, n12, b'i'); p += n12 * 4
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n12, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7): return FAILED
             n16 = rd32(c, p); p += 4
             if n16 >= 0:
-                if n16 * 4 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 B.left -= n16
-                if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
             d17 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13, "OfflineReplicas": v15}
             v5.append(d17)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Partitions', -1)
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5}
     pp[0] = p
     return d
@@ -720,76 +757,78 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 12 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i4): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i4): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
-    need_at(p, 2, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+    if need_at(p, 2, L, up, b'ClusterId', -1): return FAILED
     n13 = rd16(c, p); p += 2
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n16 = rd32(c, p); p += 4
     if n16 >= 0:
-        if n16 * 9 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f12(b, c, L, &p, B, &w))
+            v18 = _f12(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     pp[0] = p
     return d
@@ -799,74 +838,74 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, v9, v10, v11, v12, v14, v16, d18, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 1, L, up, b'IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 1, L, up, b'IsInternal', -1): return FAILED
     v4 = (c[p + 0] != 0)
     p += 1
-    need_at(p, 4, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 26 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
+        if n6 * 26 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7)
+            if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
             v9 = rd32(c, p + 2)
             v10 = rd32(c, p + 6)
             v11 = rd32(c, p + 10)
             p += 14
-            need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7): return FAILED
             n13 = rd32(c, p); p += 4
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7): return FAILED
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if n15 * 4 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7): return FAILED
             n17 = rd32(c, p); p += 4
             if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if n17 * 4 > L - p: return failed(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
             d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
             v5.append(d18)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Partitions', -1)
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5}
     pp[0] = p
     return d
@@ -875,76 +914,78 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 12 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i4): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i4): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
-    need_at(p, 2, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+    if need_at(p, 2, L, up, b'ClusterId', -1): return FAILED
     n13 = rd16(c, p); p += 2
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n16 = rd32(c, p); p += 4
     if n16 >= 0:
-        if n16 * 9 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f14(b, c, L, &p, B, &w))
+            v18 = _f14(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     pp[0] = p
     return d
@@ -954,75 +995,75 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, v9, v10, v11, v12, v14, v16, d18, v19, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 1, L, up, b'IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 1, L, up, b'IsInternal', -1): return FAILED
     v4 = (c[p + 0] != 0)
     p += 1
-    need_at(p, 4, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 26 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
+        if n6 * 26 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7)
+            if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
             v9 = rd32(c, p + 2)
             v10 = rd32(c, p + 6)
             v11 = rd32(c, p + 10)
             p += 14
-            need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].ReplicaNodes', i7): return FAILED
             n13 = rd32(c, p); p += 4
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].IsrNodes', i7): return FAILED
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if n15 * 4 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
-            need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+            if need_at(p, 4, L, up, b'Partitions[{}].OfflineReplicas', i7): return FAILED
             n17 = rd32(c, p); p += 4
             if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if n17 * 4 > L - p: return failed(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
             d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
             v5.append(d18)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Partitions', -1)
-    need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1): return FAILED
     v19 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v19}
@@ -1033,80 +1074,82 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, v19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Brokers', -1)
+    if need_at(p, 4, L, up, b'Brokers', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 12 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Host', i4): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
-            need_at(p, 2, L, up, b'Brokers[{}].Rack', i4)
+            if need_at(p, 2, L, up, b'Brokers[{}].Rack', i4): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
-    need_at(p, 2, L, up, b'ClusterId', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+    if need_at(p, 2, L, up, b'ClusterId', -1): return FAILED
     n13 = rd16(c, p); p += 2
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n16 = rd32(c, p); p += 4
     if n16 >= 0:
-        if n16 * 13 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 13 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f16(b, c, L, &p, B, &w))
+            v18 = _f16(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1)
-    v18 = rd32(c, p + 0)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
+    v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v18}
+    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
     pp[0] = p
     return d
 
@@ -1115,82 +1158,93 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i7
     cdef object v1, v2, v4, v5, v8, v9, v10, v11, v12, v14, v16, d18, v19, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n3, up, b'Name', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 1, L, up, b'IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 1, L, up, b'IsInternal', -1): return FAILED
     v4 = (c[p + 0] != 0)
     p += 1
     p = uvar_at(c, p, L, &n6, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 18 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
+        if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7)
+            if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
             v9 = rd32(c, p + 2)
             v10 = rd32(c, p + 6)
             v11 = rd32(c, p + 10)
             p += 14
             p = uvar_at(c, p, L, &n13, up, b'Partitions[{}].ReplicaNodes', i7)
+            if p < 0: return FAILED
             n13 -= 1
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
+                return failed(NEGATIVE, n13, p, L, up, b'Partitions[{}].ReplicaNodes', i7)
             p = uvar_at(c, p, L, &n15, up, b'Partitions[{}].IsrNodes', i7)
+            if p < 0: return FAILED
             n15 -= 1
             if n15 >= 0:
-                if n15 * 4 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if n15 * 4 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 B.left -= n15
-                if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
                 v14 = arr_fixed(c, p, L, n15, b'i'); p += n15 * 4
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
+                return failed(NEGATIVE, n15, p, L, up, b'Partitions[{}].IsrNodes', i7)
             p = uvar_at(c, p, L, &n17, up, b'Partitions[{}].OfflineReplicas', i7)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if n17 * 4 > L - p: return failed(SHORT_COUNT, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
                 v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
+                return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
             d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i7)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'Partitions', i7)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'Partitions', i7)
+                if p < 0: return FAILED
             v5.append(d18)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Partitions', -1)
-    need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1): return FAILED
     v19 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "Name": v2, "IsInternal": v4, "Partitions": v5, "TopicAuthorizedOperations": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1198,84 +1252,97 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16, t
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, v19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Brokers', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 11 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n7, up, b'Brokers[{}].Host', i4)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n10, up, b'Brokers[{}].Rack', i4)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             p = uvar_at(c, p, L, &t, up, b'Brokers', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
     p = uvar_at(c, p, L, &n13, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n16, up, b'Topics', -1)
+    if p < 0: return FAILED
     n16 -= 1
     if n16 >= 0:
-        if n16 * 10 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 10 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f18(b, c, L, &p, B, &w))
+            v18 = _f18(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1)
-    v18 = rd32(c, p + 0)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
+    v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v18}
+    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1284,83 +1351,94 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i8
     cdef object v1, v2, v4, v5, v6, v9, v10, v11, v12, v13, v15, v17, d19, v20, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n3, up, b'Name', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Name', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Name', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Name', -1)
-    need_at(p, 17, L, up, b'TopicId+IsInternal', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Name', -1)
+    if need_at(p, 17, L, up, b'TopicId+IsInternal', -1): return FAILED
     v4 = _rt.uuid(b[p + 0:p + 0 + 16])
     v5 = (c[p + 16] != 0)
     p += 17
     p = uvar_at(c, p, L, &n7, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 18 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Partitions', -1)
+        if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Partitions', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Partitions', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i8)
+            if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i8): return FAILED
             v9 = rd16(c, p + 0)
             v10 = rd32(c, p + 2)
             v11 = rd32(c, p + 6)
             v12 = rd32(c, p + 10)
             p += 14
             p = uvar_at(c, p, L, &n14, up, b'Partitions[{}].ReplicaNodes', i8)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
+                return failed(NEGATIVE, n14, p, L, up, b'Partitions[{}].ReplicaNodes', i8)
             p = uvar_at(c, p, L, &n16, up, b'Partitions[{}].IsrNodes', i8)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                if n16 * 4 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
                 B.left -= n16
-                if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
                 v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
+                return failed(NEGATIVE, n16, p, L, up, b'Partitions[{}].IsrNodes', i8)
             p = uvar_at(c, p, L, &n18, up, b'Partitions[{}].OfflineReplicas', i8)
+            if p < 0: return FAILED
             n18 -= 1
             if n18 >= 0:
-                if n18 * 4 > L - p: fail(SHORT_COUNT, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
                 B.left -= n18
-                if B.left < 0: fail(OVER_BUDGET, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
                 v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
+                return failed(NEGATIVE, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
             d19 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "OfflineReplicas": v17}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i8)
-            if t: p = tags_at(b, p, t, _T0, d19, B, up, b'Partitions', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'Partitions', i8)
+                if p < 0: return FAILED
             v6.append(d19)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Partitions', -1)
-    need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Partitions', -1)
+    if need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1): return FAILED
     v20 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "Name": v2, "TopicId": v4, "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v20}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1368,84 +1446,97 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16, t
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, v19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Brokers', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 11 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n7, up, b'Brokers[{}].Host', i4)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n10, up, b'Brokers[{}].Rack', i4)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             p = uvar_at(c, p, L, &t, up, b'Brokers', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
     p = uvar_at(c, p, L, &n13, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n16, up, b'Topics', -1)
+    if p < 0: return FAILED
     n16 -= 1
     if n16 >= 0:
-        if n16 * 26 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f20(b, c, L, &p, B, &w))
+            v18 = _f20(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1)
-    v18 = rd32(c, p + 0)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
+    v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v18}
+    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1453,81 +1544,94 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16, t
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Brokers', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 11 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n7, up, b'Brokers[{}].Host', i4)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n10, up, b'Brokers[{}].Rack', i4)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             p = uvar_at(c, p, L, &t, up, b'Brokers', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
     p = uvar_at(c, p, L, &n13, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n16, up, b'Topics', -1)
+    if p < 0: return FAILED
     n16 -= 1
     if n16 >= 0:
-        if n16 * 26 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f20(b, c, L, &p, B, &w))
+            v18 = _f20(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -1535,157 +1639,204 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, n7, n10, n13, n16, t
     cdef Where w
     cdef Py_ssize_t i4, i17
-    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, d
+    cdef object v1, v2, v5, v6, v8, v9, d11, v12, v14, v15, v18, v19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Brokers', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 11 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
+        if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n7, up, b'Brokers[{}].Host', i4)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Brokers[{}].Host', i4)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Brokers[{}].Host', i4): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
-            need_at(p, 4, L, up, b'Brokers[{}].Port', i4)
+                return failed(NEGATIVE, n7, p, L, up, b'Brokers[{}].Host', i4)
+            if need_at(p, 4, L, up, b'Brokers[{}].Port', i4): return FAILED
             v8 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n10, up, b'Brokers[{}].Rack', i4)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Brokers[{}].Rack', i4)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Brokers[{}].Rack', i4): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
+                return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
             p = uvar_at(c, p, L, &t, up, b'Brokers', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Brokers', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Brokers', -1)
     p = uvar_at(c, p, L, &n13, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        need_len(p, n13, L, up, b'ClusterId', -1)
-        v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+        if need_len(p, n13, L, up, b'ClusterId', -1): return FAILED
+        v12 = utf8_text(<const char*>c + p, n13); p += n13
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'ControllerId', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'ControllerId', -1): return FAILED
     v14 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n16, up, b'Topics', -1)
+    if p < 0: return FAILED
     n16 -= 1
     if n16 >= 0:
-        if n16 * 26 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
+        if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
         v15 = []
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
-            v15.append(_f20(b, c, L, &p, B, &w))
+            v18 = _f20(b, c, L, &p, B, &w)
+            if v18 is FAILED: return FAILED
+            v15.append(v18)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v18 = rd16(c, p + 0)
+        return failed(NEGATIVE, n16, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v19 = rd16(c, p + 0)
     p += 2
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ErrorCode": v18}
+    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ErrorCode": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f10(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f13(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f15(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f17(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w19(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f19(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w21(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f21(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w22(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f22(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w23(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f23(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w0, 4: _w1, 5: _w1, 6: _w1, 7: _w1, 8: _w2, 9: _w3, 10: _w4, 11: _w5, 12: _w5, 13: _w5}
 RESPONSE = {0: _w7, 1: _w9, 2: _w10, 3: _w11, 4: _w11, 5: _w13, 6: _w13, 7: _w15, 8: _w17, 9: _w19, 10: _w21, 11: _w22, 12: _w22, 13: _w23}
-BUILD_HASH = '3acff04f2c763b29'
+BUILD_HASH = '3cbb7bebf66509ad'

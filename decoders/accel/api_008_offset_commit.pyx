@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,42 +18,42 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 14 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5)
+            if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             p += 12
-            need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d10 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedMetadata": v8}
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -57,32 +62,34 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f0(b, c, L, &p, B, &w))
+            v6 = _f0(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "Topics": v3}
     pp[0] = p
     return d
@@ -92,43 +99,43 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 22 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 20, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommitTimestamp', i5)
+            if need_at(p, 20, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommitTimestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd64(c, p + 12)
             p += 20
-            need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommitTimestamp": v8, "CommittedMetadata": v9}
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -137,44 +144,46 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n7
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v3, v4, v6, d
+    cdef object v1, v3, v4, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f2(b, c, L, &p, B, &w))
+            v9 = _f2(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "Topics": v6}
     pp[0] = p
     return d
@@ -183,47 +192,49 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n8
     cdef Where w
     cdef Py_ssize_t i9
-    cdef object v1, v3, v4, v6, v7, d
+    cdef object v1, v3, v4, v6, v7, v10, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 8, L, up, b'RetentionTimeMs', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 8, L, up, b'RetentionTimeMs', -1): return FAILED
     v6 = rd64(c, p + 0)
     p += 8
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
-        if n8 * 6 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f0(b, c, L, &p, B, &w))
+            v10 = _f0(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "RetentionTimeMs": v6, "Topics": v7}
     pp[0] = p
     return d
@@ -232,44 +243,46 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n7
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v3, v4, v6, d
+    cdef object v1, v3, v4, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f0(b, c, L, &p, B, &w))
+            v9 = _f0(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "Topics": v6}
     pp[0] = p
     return d
@@ -279,43 +292,43 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
-            need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -324,44 +337,46 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n7
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v3, v4, v6, d
+    cdef object v1, v3, v4, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f6(b, c, L, &p, B, &w))
+            v9 = _f6(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "Topics": v6}
     pp[0] = p
     return d
@@ -370,53 +385,55 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n7, n9
     cdef Where w
     cdef Py_ssize_t i10
-    cdef object v1, v3, v4, v6, v8, d
+    cdef object v1, v3, v4, v6, v8, v11, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'GroupInstanceId', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f6(b, c, L, &p, B, &w))
+            v11 = _f6(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "GroupInstanceId": v6, "Topics": v8}
     pp[0] = p
     return d
@@ -427,47 +444,56 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n10, up, b'Partitions[{}].CommittedMetadata', i5)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -475,56 +501,65 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n5, n7, n9, t
     cdef Where w
     cdef Py_ssize_t i10
-    cdef object v1, v3, v4, v6, v8, d
+    cdef object v1, v3, v4, v6, v8, v11, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n5, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n7, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'Topics', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 3 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f9(b, c, L, &p, B, &w))
+            v11 = _f9(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "GroupInstanceId": v6, "Topics": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -533,42 +568,50 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd64(c, p + 4)
             v7 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n9, up, b'Partitions[{}].CommittedMetadata', i4)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i4)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i4): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i4)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i4)
             d10 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "CommittedMetadata": v8}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d10)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -576,56 +619,65 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n5, n7, n9, t
     cdef Where w
     cdef Py_ssize_t i10
-    cdef object v1, v3, v4, v6, v8, d
+    cdef object v1, v3, v4, v6, v8, v11, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationIdOrMemberEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n5, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n7, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'Topics', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 18 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
+        if n9 * 18 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
         v8 = []
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
-            v8.append(_f11(b, c, L, &p, B, &w))
+            v11 = _f11(b, c, L, &p, B, &w)
+            if v11 is FAILED: return FAILED
+            v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "GenerationIdOrMemberEpoch": v3, "MemberId": v4, "GroupInstanceId": v6, "Topics": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -634,24 +686,24 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
@@ -660,7 +712,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -669,23 +721,25 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
-            v1.append(_f13(b, c, L, &p, B, &w))
+            v4 = _f13(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
     d = {"Topics": v1}
     pp[0] = p
     return d
@@ -694,26 +748,28 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f13(b, c, L, &p, B, &w))
+            v5 = _f13(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -724,37 +780,45 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 7 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "ErrorCode": v7}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d8)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -762,29 +826,35 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f16(b, c, L, &p, B, &w))
+            v5 = _f16(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -793,32 +863,39 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, d7, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 7 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd16(c, p + 4)
             p += 6
             d7 = {"PartitionIndex": v5, "ErrorCode": v6}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d7)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -826,82 +903,112 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f18(b, c, L, &p, B, &w))
+            v5 = _f18(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f10(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w12(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f12(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w14(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f14(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f15(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f17(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w19(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f19(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w3, 2: _w4, 3: _w4, 4: _w4, 5: _w5, 6: _w7, 7: _w8, 8: _w10, 9: _w10, 10: _w12}
 RESPONSE = {0: _w14, 1: _w14, 2: _w14, 3: _w15, 4: _w15, 5: _w15, 6: _w15, 7: _w15, 8: _w17, 9: _w17, 10: _w19}
-BUILD_HASH = '7e8adcb80eddf295'
+BUILD_HASH = '5322890694b69ed1'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,49 +18,49 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 2, L, up, b'Topics[{}].Name', i5)
+            if need_at(p, 2, L, up, b'Topics[{}].Name', i5): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Topics[{}].Name', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Topics[{}].Name', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
-            need_at(p, 4, L, up, b'Topics[{}].PartitionIndexes', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
+            if need_at(p, 4, L, up, b'Topics[{}].PartitionIndexes', i5): return FAILED
             n9 = rd32(c, p); p += 4
             if n9 >= 0:
-                if n9 * 4 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if n9 * 4 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 B.left -= n9
-                if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 v8 = arr_fixed(c, p, L, n9, b'i'); p += n9 * 4
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
             d10 = {"Name": v6, "PartitionIndexes": v8}
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "Topics": v3}
     pp[0] = p
     return d
@@ -66,53 +71,63 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v8, d10, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Topics[{}].Name', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Topics[{}].Name', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Topics[{}].Name', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
             p = uvar_at(c, p, L, &n9, up, b'Topics[{}].PartitionIndexes', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                if n9 * 4 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if n9 * 4 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 B.left -= n9
-                if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 v8 = arr_fixed(c, p, L, n9, b'i'); p += n9 * 4
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
             d10 = {"Name": v6, "PartitionIndexes": v8}
             p = uvar_at(c, p, L, &t, up, b'Topics', i5)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
+                if p < 0: return FAILED
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "Topics": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -122,56 +137,66 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v8, d10, v11, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Topics[{}].Name', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Topics[{}].Name', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Topics[{}].Name', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Topics[{}].Name', i5)
             p = uvar_at(c, p, L, &n9, up, b'Topics[{}].PartitionIndexes', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                if n9 * 4 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if n9 * 4 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 B.left -= n9
-                if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
                 v8 = arr_fixed(c, p, L, n9, b'i'); p += n9 * 4
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
             d10 = {"Name": v6, "PartitionIndexes": v8}
             p = uvar_at(c, p, L, &t, up, b'Topics', i5)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
+                if p < 0: return FAILED
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
-    need_at(p, 1, L, up, b'RequireStable', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
+    if need_at(p, 1, L, up, b'RequireStable', -1): return FAILED
     v11 = (c[p + 0] != 0)
     p += 1
     d = {"GroupId": v1, "Topics": v3, "RequireStable": v11}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -179,29 +204,35 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Groups', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 3 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
+        if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
-            v1.append(_f1(b, c, L, &p, B, &w))
+            v4 = _f1(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Groups', -1)
-    need_at(p, 1, L, up, b'RequireStable', -1)
-    v4 = (c[p + 0] != 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Groups', -1)
+    if need_at(p, 1, L, up, b'RequireStable', -1): return FAILED
+    v5 = (c[p + 0] != 0)
     p += 1
-    d = {"Groups": v1, "RequireStable": v4}
+    d = {"Groups": v1, "RequireStable": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -211,65 +242,76 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v6, v9, v11, d13, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'MemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'MemberEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'Topics', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 3 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 3 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             p = uvar_at(c, p, L, &n10, up, b'Topics[{}].Name', i8)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Topics[{}].Name', i8)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Topics[{}].Name', i8): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Topics[{}].Name', i8)
+                return failed(NEGATIVE, n10, p, L, up, b'Topics[{}].Name', i8)
             p = uvar_at(c, p, L, &n12, up, b'Topics[{}].PartitionIndexes', i8)
+            if p < 0: return FAILED
             n12 -= 1
             if n12 >= 0:
-                if n12 * 4 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                if n12 * 4 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
                 B.left -= n12
-                if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
                 v11 = arr_fixed(c, p, L, n12, b'i'); p += n12 * 4
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                return failed(NEGATIVE, n12, p, L, up, b'Topics[{}].PartitionIndexes', i8)
             d13 = {"Name": v9, "PartitionIndexes": v11}
             p = uvar_at(c, p, L, &t, up, b'Topics', i8)
-            if t: p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
+                if p < 0: return FAILED
             v6.append(d13)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "Topics": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -277,29 +319,35 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Groups', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 8 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
+        if n2 * 8 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
-            v1.append(_f4(b, c, L, &p, B, &w))
+            v4 = _f4(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Groups', -1)
-    need_at(p, 1, L, up, b'RequireStable', -1)
-    v4 = (c[p + 0] != 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Groups', -1)
+    if need_at(p, 1, L, up, b'RequireStable', -1): return FAILED
+    v5 = (c[p + 0] != 0)
     p += 1
-    d = {"Groups": v1, "RequireStable": v4}
+    d = {"Groups": v1, "RequireStable": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -309,59 +357,69 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v6, v9, v10, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'MemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'MemberEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'Topics', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 18 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 16, L, up, b'Topics[{}].TopicId', i8)
+            if need_at(p, 16, L, up, b'Topics[{}].TopicId', i8): return FAILED
             v9 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n11, up, b'Topics[{}].PartitionIndexes', i8)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                if n11 * 4 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
                 B.left -= n11
-                if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
                 v10 = arr_fixed(c, p, L, n11, b'i'); p += n11 * 4
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
+                return failed(NEGATIVE, n11, p, L, up, b'Topics[{}].PartitionIndexes', i8)
             d12 = {"TopicId": v9, "PartitionIndexes": v10}
             p = uvar_at(c, p, L, &t, up, b'Topics', i8)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'Topics', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'Topics', i8)
+                if p < 0: return FAILED
             v6.append(d12)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "Topics": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -369,29 +427,35 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Groups', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 8 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
+        if n2 * 8 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
-            v1.append(_f6(b, c, L, &p, B, &w))
+            v4 = _f6(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Groups', -1)
-    need_at(p, 1, L, up, b'RequireStable', -1)
-    v4 = (c[p + 0] != 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Groups', -1)
+    if need_at(p, 1, L, up, b'RequireStable', -1): return FAILED
+    v5 = (c[p + 0] != 0)
     p += 1
-    d = {"Groups": v1, "RequireStable": v4}
+    d = {"Groups": v1, "RequireStable": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -400,37 +464,37 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 16 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5)
+            if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             p += 12
-            need_at(p, 2, L, up, b'Partitions[{}].Metadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].Metadata', i5): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].Metadata', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].Metadata', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].Metadata', i5)
-            need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].Metadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5): return FAILED
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "Metadata": v8, "ErrorCode": v10}
@@ -438,7 +502,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -447,23 +511,25 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
-            v1.append(_f8(b, c, L, &p, B, &w))
+            v4 = _f8(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
     d = {"Topics": v1}
     pp[0] = p
     return d
@@ -472,27 +538,29 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, v4, d
+    cdef object v1, v4, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
-            v1.append(_f8(b, c, L, &p, B, &w))
+            v4 = _f8(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v4 = rd16(c, p + 0)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v5 = rd16(c, p + 0)
     p += 2
-    d = {"Topics": v1, "ErrorCode": v4}
+    d = {"Topics": v1, "ErrorCode": v5}
     pp[0] = p
     return d
 
@@ -500,30 +568,32 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, v5, d
+    cdef object v1, v2, v5, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f8(b, c, L, &p, B, &w))
+            v5 = _f8(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v5 = rd16(c, p + 0)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v6 = rd16(c, p + 0)
     p += 2
-    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v5}
+    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v6}
     pp[0] = p
     return d
 
@@ -532,38 +602,38 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, v11, d12, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 20 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 20 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
-            need_at(p, 2, L, up, b'Partitions[{}].Metadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].Metadata', i5): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].Metadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].Metadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].Metadata', i5)
-            need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].Metadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5): return FAILED
             v11 = rd16(c, p + 0)
             p += 2
             d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
@@ -571,7 +641,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -580,30 +650,32 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, v5, d
+    cdef object v1, v2, v5, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f12(b, c, L, &p, B, &w))
+            v5 = _f12(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v5 = rd16(c, p + 0)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v6 = rd16(c, p + 0)
     p += 2
-    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v5}
+    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v6}
     pp[0] = p
     return d
 
@@ -613,50 +685,59 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v3, v6, v7, v8, v9, v11, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 20 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 20 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n10, up, b'Partitions[{}].Metadata', i5)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].Metadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].Metadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].Metadata', i5)
-            need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].Metadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i5): return FAILED
             v11 = rd16(c, p + 0)
             p += 2
             d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d12)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -664,32 +745,38 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, v5, d
+    cdef object v1, v2, v5, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f14(b, c, L, &p, B, &w))
+            v5 = _f14(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v5 = rd16(c, p + 0)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v6 = rd16(c, p + 0)
     p += 2
-    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v5}
+    d = {"ThrottleTimeMs": v1, "Topics": v2, "ErrorCode": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -697,38 +784,45 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, v6, d
+    cdef object v1, v3, v6, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f14(b, c, L, &p, B, &w))
+            v6 = _f14(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v6 = rd16(c, p + 0)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v7 = rd16(c, p + 0)
     p += 2
-    d = {"GroupId": v1, "Topics": v3, "ErrorCode": v6}
+    d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -736,29 +830,35 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Groups', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 5 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
+        if n3 * 5 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Groups'; w.index = i4
-            v2.append(_f16(b, c, L, &p, B, &w))
+            v5 = _f16(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Groups', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Groups', -1)
     d = {"ThrottleTimeMs": v1, "Groups": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -767,45 +867,53 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 20 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 20 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd64(c, p + 4)
             v7 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n9, up, b'Partitions[{}].Metadata', i4)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].Metadata', i4)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].Metadata', i4): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].Metadata', i4)
-            need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i4)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].Metadata', i4)
+            if need_at(p, 2, L, up, b'Partitions[{}].ErrorCode', i4): return FAILED
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "Metadata": v8, "ErrorCode": v10}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d11)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -813,38 +921,45 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, v6, d
+    cdef object v1, v3, v6, v7, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Topics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
-            v3.append(_f18(b, c, L, &p, B, &w))
+            v6 = _f18(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Topics', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
-    v6 = rd16(c, p + 0)
+        return failed(NEGATIVE, n4, p, L, up, b'Topics', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
+    v7 = rd16(c, p + 0)
     p += 2
-    d = {"GroupId": v1, "Topics": v3, "ErrorCode": v6}
+    d = {"GroupId": v1, "Topics": v3, "ErrorCode": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -852,86 +967,118 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Groups', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 5 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
+        if n3 * 5 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Groups'; w.index = i4
-            v2.append(_f19(b, c, L, &p, B, &w))
+            v5 = _f19(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Groups', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Groups', -1)
     d = {"ThrottleTimeMs": v1, "Groups": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f10(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f13(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w15(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f15(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w17(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f17(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w20(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f20(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w0, 4: _w0, 5: _w0, 6: _w1, 7: _w2, 8: _w3, 9: _w5, 10: _w7}
 RESPONSE = {0: _w9, 1: _w9, 2: _w10, 3: _w11, 4: _w11, 5: _w13, 6: _w15, 7: _w15, 8: _w17, 9: _w17, 10: _w20}
-BUILD_HASH = 'ee9c9842b728624c'
+BUILD_HASH = '2e3107add8d68355'

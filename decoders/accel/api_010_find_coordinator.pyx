@@ -2,25 +2,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Key', -1)
+    if need_at(p, 2, L, up, b'Key', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Key', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Key', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Key', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Key', -1)
     d = {"Key": v1}
     pp[0] = p
     return d
@@ -29,16 +34,16 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Key', -1)
+    if need_at(p, 2, L, up, b'Key', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Key', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Key', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Key', -1)
-    need_at(p, 1, L, up, b'KeyType', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Key', -1)
+    if need_at(p, 1, L, up, b'KeyType', -1): return FAILED
     v3 = rd8(c, p + 0)
     p += 1
     d = {"Key": v1, "KeyType": v3}
@@ -50,20 +55,24 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Key', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Key', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Key', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Key', -1)
-    need_at(p, 1, L, up, b'KeyType', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Key', -1)
+    if need_at(p, 1, L, up, b'KeyType', -1): return FAILED
     v3 = rd8(c, p + 0)
     p += 1
     d = {"Key": v1, "KeyType": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -72,34 +81,39 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 1, L, up, b'KeyType', -1)
+    if need_at(p, 1, L, up, b'KeyType', -1): return FAILED
     v1 = rd8(c, p + 0)
     p += 1
     p = uvar_at(c, p, L, &n3, up, b'CoordinatorKeys', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 1 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'CoordinatorKeys', -1)
+        if n3 * 1 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'CoordinatorKeys', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'CoordinatorKeys', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'CoordinatorKeys', -1)
         v2 = []
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'CoordinatorKeys', i4)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'CoordinatorKeys', i4)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'CoordinatorKeys', i4): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'CoordinatorKeys', i4)
+                return failed(NEGATIVE, n6, p, L, up, b'CoordinatorKeys', i4)
             v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'CoordinatorKeys', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'CoordinatorKeys', -1)
     d = {"KeyType": v1, "CoordinatorKeys": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -107,20 +121,20 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4
     cdef object v1, v2, v3, v5, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ErrorCode+NodeId', -1)
+    if need_at(p, 6, L, up, b'ErrorCode+NodeId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd32(c, p + 2)
     p += 6
-    need_at(p, 2, L, up, b'Host', -1)
+    if need_at(p, 2, L, up, b'Host', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'Host', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'Host', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Host', -1)
-    need_at(p, 4, L, up, b'Port', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Host', -1)
+    if need_at(p, 4, L, up, b'Port', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "NodeId": v2, "Host": v3, "Port": v5}
@@ -131,32 +145,32 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, n7
     cdef object v1, v2, v3, v5, v6, v8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
-    need_at(p, 2, L, up, b'ErrorMessage', -1)
+    if need_at(p, 2, L, up, b'ErrorMessage', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'NodeId', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'NodeId', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'Host', -1)
+    if need_at(p, 2, L, up, b'Host', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'Host', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'Host', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Host', -1)
-    need_at(p, 4, L, up, b'Port', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Host', -1)
+    if need_at(p, 4, L, up, b'Port', -1): return FAILED
     v8 = rd32(c, p + 0)
     p += 4
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "NodeId": v5, "Host": v6, "Port": v8}
@@ -167,37 +181,42 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, n7, t
     cdef object v1, v2, v3, v5, v6, v8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'NodeId', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'NodeId', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'Host', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'Host', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'Host', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Host', -1)
-    need_at(p, 4, L, up, b'Port', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Host', -1)
+    if need_at(p, 4, L, up, b'Port', -1): return FAILED
     v8 = rd32(c, p + 0)
     p += 4
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "NodeId": v5, "Host": v6, "Port": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -206,99 +225,125 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v7, v8, v10, v11, v12, d14, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Coordinators', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 14 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Coordinators', -1)
+        if n3 * 14 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Coordinators', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Coordinators', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Coordinators', -1)
         v2 = []
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'Coordinators[{}].Key', i4)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Coordinators[{}].Key', i4)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Coordinators[{}].Key', i4): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Coordinators[{}].Key', i4)
-            need_at(p, 4, L, up, b'Coordinators[{}].NodeId', i4)
+                return failed(NEGATIVE, n6, p, L, up, b'Coordinators[{}].Key', i4)
+            if need_at(p, 4, L, up, b'Coordinators[{}].NodeId', i4): return FAILED
             v7 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n9, up, b'Coordinators[{}].Host', i4)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Coordinators[{}].Host', i4)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Coordinators[{}].Host', i4): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Coordinators[{}].Host', i4)
-            need_at(p, 6, L, up, b'Coordinators[{}].Port+ErrorCode', i4)
+                return failed(NEGATIVE, n9, p, L, up, b'Coordinators[{}].Host', i4)
+            if need_at(p, 6, L, up, b'Coordinators[{}].Port+ErrorCode', i4): return FAILED
             v10 = rd32(c, p + 0)
             v11 = rd16(c, p + 4)
             p += 6
             p = uvar_at(c, p, L, &n13, up, b'Coordinators[{}].ErrorMessage', i4)
+            if p < 0: return FAILED
             n13 -= 1
             if n13 >= 0:
-                need_len(p, n13, L, up, b'Coordinators[{}].ErrorMessage', i4)
-                v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                if need_len(p, n13, L, up, b'Coordinators[{}].ErrorMessage', i4): return FAILED
+                v12 = utf8_text(<const char*>c + p, n13); p += n13
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Coordinators[{}].ErrorMessage', i4)
+                return failed(NEGATIVE, n13, p, L, up, b'Coordinators[{}].ErrorMessage', i4)
             d14 = {"Key": v5, "NodeId": v7, "Host": v8, "Port": v10, "ErrorCode": v11, "ErrorMessage": v12}
             p = uvar_at(c, p, L, &t, up, b'Coordinators', i4)
-            if t: p = tags_at(b, p, t, _T0, d14, B, up, b'Coordinators', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d14, B, up, b'Coordinators', i4)
+                if p < 0: return FAILED
             v2.append(d14)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Coordinators', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Coordinators', -1)
     d = {"ThrottleTimeMs": v1, "Coordinators": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1, 2: _w1, 3: _w2, 4: _w3, 5: _w3, 6: _w3}
 RESPONSE = {0: _w4, 1: _w5, 2: _w5, 3: _w6, 4: _w7, 5: _w7, 6: _w7}
-BUILD_HASH = 'e3fb5d53dfdfb669'
+BUILD_HASH = '04406e47fefb024b'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,68 +18,68 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, v11, v13, d15, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'SessionTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'SessionTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'ProtocolType', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'ProtocolType', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'ProtocolType', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'ProtocolType', -1)
-    need_at(p, 4, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'ProtocolType', -1)
+    if need_at(p, 4, L, up, b'Protocols', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Protocols', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Protocols', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Protocols', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Protocols', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 2, L, up, b'Protocols[{}].Name', i10)
+            if need_at(p, 2, L, up, b'Protocols[{}].Name', i10): return FAILED
             n12 = rd16(c, p); p += 2
             if n12 >= 0:
-                need_len(p, n12, L, up, b'Protocols[{}].Name', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'Protocols[{}].Name', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Protocols[{}].Name', i10)
-            need_at(p, 4, L, up, b'Protocols[{}].Metadata', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'Protocols[{}].Name', i10)
+            if need_at(p, 4, L, up, b'Protocols[{}].Metadata', i10): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Protocols[{}].Metadata', i10)
+                if need_len(p, n14, L, up, b'Protocols[{}].Metadata', i10): return FAILED
                 v13 = b[p:p + n14]; p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Protocols[{}].Metadata', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'Protocols[{}].Metadata', i10)
             d15 = {"Name": v11, "Metadata": v13}
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Protocols', -1)
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "MemberId": v4, "ProtocolType": v6, "Protocols": v8}
     pp[0] = p
     return d
@@ -84,69 +89,69 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i11
     cdef object v1, v3, v4, v5, v7, v9, v12, v14, d16, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd32(c, p + 4)
     p += 8
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n6 = rd16(c, p); p += 2
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'ProtocolType', -1): return FAILED
     n8 = rd16(c, p); p += 2
     if n8 >= 0:
-        need_len(p, n8, L, up, b'ProtocolType', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'ProtocolType', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'ProtocolType', -1)
-    need_at(p, 4, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'ProtocolType', -1)
+    if need_at(p, 4, L, up, b'Protocols', -1): return FAILED
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
-        if n10 * 6 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'Protocols', -1)
+        if n10 * 6 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Protocols', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'Protocols', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Protocols', -1)
         v9 = []
         for i11 in range(n10):
-            need_at(p, 2, L, up, b'Protocols[{}].Name', i11)
+            if need_at(p, 2, L, up, b'Protocols[{}].Name', i11): return FAILED
             n13 = rd16(c, p); p += 2
             if n13 >= 0:
-                need_len(p, n13, L, up, b'Protocols[{}].Name', i11)
-                v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                if need_len(p, n13, L, up, b'Protocols[{}].Name', i11): return FAILED
+                v12 = utf8_text(<const char*>c + p, n13); p += n13
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Protocols[{}].Name', i11)
-            need_at(p, 4, L, up, b'Protocols[{}].Metadata', i11)
+                return failed(NEGATIVE, n13, p, L, up, b'Protocols[{}].Name', i11)
+            if need_at(p, 4, L, up, b'Protocols[{}].Metadata', i11): return FAILED
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
-                need_len(p, n15, L, up, b'Protocols[{}].Metadata', i11)
+                if need_len(p, n15, L, up, b'Protocols[{}].Metadata', i11): return FAILED
                 v14 = b[p:p + n15]; p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Protocols[{}].Metadata', i11)
+                return failed(NEGATIVE, n15, p, L, up, b'Protocols[{}].Metadata', i11)
             d16 = {"Name": v12, "Metadata": v14}
             v9.append(d16)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'Protocols', -1)
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "ProtocolType": v7, "Protocols": v9}
     pp[0] = p
     return d
@@ -156,78 +161,78 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i13
     cdef object v1, v3, v4, v5, v7, v9, v11, v14, v16, d18, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd32(c, p + 4)
     p += 8
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n6 = rd16(c, p); p += 2
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'GroupInstanceId', -1): return FAILED
     n8 = rd16(c, p); p += 2
     if n8 >= 0:
-        need_len(p, n8, L, up, b'GroupInstanceId', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'GroupInstanceId', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
-    need_at(p, 2, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
+    if need_at(p, 2, L, up, b'ProtocolType', -1): return FAILED
     n10 = rd16(c, p); p += 2
     if n10 >= 0:
-        need_len(p, n10, L, up, b'ProtocolType', -1)
-        v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+        if need_len(p, n10, L, up, b'ProtocolType', -1): return FAILED
+        v9 = utf8_text(<const char*>c + p, n10); p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
-    need_at(p, 4, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
+    if need_at(p, 4, L, up, b'Protocols', -1): return FAILED
     n12 = rd32(c, p); p += 4
     if n12 >= 0:
-        if n12 * 6 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
+        if n12 * 6 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
         v11 = []
         for i13 in range(n12):
-            need_at(p, 2, L, up, b'Protocols[{}].Name', i13)
+            if need_at(p, 2, L, up, b'Protocols[{}].Name', i13): return FAILED
             n15 = rd16(c, p); p += 2
             if n15 >= 0:
-                need_len(p, n15, L, up, b'Protocols[{}].Name', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                if need_len(p, n15, L, up, b'Protocols[{}].Name', i13): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
-            need_at(p, 4, L, up, b'Protocols[{}].Metadata', i13)
+                return failed(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
+            if need_at(p, 4, L, up, b'Protocols[{}].Metadata', i13): return FAILED
             n17 = rd32(c, p); p += 4
             if n17 >= 0:
-                need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13)
+                if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
                 v16 = b[p:p + n17]; p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
+                return failed(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
             d18 = {"Name": v14, "Metadata": v16}
             v11.append(d18)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Protocols', -1)
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
     pp[0] = p
     return d
@@ -238,82 +243,95 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v7, v9, v11, v14, v16, d18, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd32(c, p + 4)
     p += 8
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n8, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        need_len(p, n8, L, up, b'GroupInstanceId', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'GroupInstanceId', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n10, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        need_len(p, n10, L, up, b'ProtocolType', -1)
-        v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+        if need_len(p, n10, L, up, b'ProtocolType', -1): return FAILED
+        v9 = utf8_text(<const char*>c + p, n10); p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n12, up, b'Protocols', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 3 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
+        if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
         v11 = []
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'Protocols[{}].Name', i13)
+            if p < 0: return FAILED
             n15 -= 1
             if n15 >= 0:
-                need_len(p, n15, L, up, b'Protocols[{}].Name', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                if need_len(p, n15, L, up, b'Protocols[{}].Name', i13): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
+                return failed(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
             p = uvar_at(c, p, L, &n17, up, b'Protocols[{}].Metadata', i13)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13)
+                if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
                 v16 = b[p:p + n17]; p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
+                return failed(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
             d18 = {"Name": v14, "Metadata": v16}
             p = uvar_at(c, p, L, &t, up, b'Protocols', i13)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
+                if p < 0: return FAILED
             v11.append(d18)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Protocols', -1)
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -323,91 +341,105 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v7, v9, v11, v14, v16, d18, v19, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 8, L, up, b'SessionTimeoutMs+RebalanceTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd32(c, p + 4)
     p += 8
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n8, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        need_len(p, n8, L, up, b'GroupInstanceId', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'GroupInstanceId', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n10, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        need_len(p, n10, L, up, b'ProtocolType', -1)
-        v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+        if need_len(p, n10, L, up, b'ProtocolType', -1): return FAILED
+        v9 = utf8_text(<const char*>c + p, n10); p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n12, up, b'Protocols', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 3 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
+        if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
         v11 = []
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'Protocols[{}].Name', i13)
+            if p < 0: return FAILED
             n15 -= 1
             if n15 >= 0:
-                need_len(p, n15, L, up, b'Protocols[{}].Name', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                if need_len(p, n15, L, up, b'Protocols[{}].Name', i13): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
+                return failed(NEGATIVE, n15, p, L, up, b'Protocols[{}].Name', i13)
             p = uvar_at(c, p, L, &n17, up, b'Protocols[{}].Metadata', i13)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13)
+                if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
                 v16 = b[p:p + n17]; p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
+                return failed(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
             d18 = {"Name": v14, "Metadata": v16}
             p = uvar_at(c, p, L, &t, up, b'Protocols', i13)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
+                if p < 0: return FAILED
             v11.append(d18)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Protocols', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Protocols', -1)
     p = uvar_at(c, p, L, &n20, up, b'Reason', -1)
+    if p < 0: return FAILED
     n20 -= 1
     if n20 >= 0:
-        need_len(p, n20, L, up, b'Reason', -1)
-        v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
+        if need_len(p, n20, L, up, b'Reason', -1): return FAILED
+        v19 = utf8_text(<const char*>c + p, n20); p += n20
     elif n20 == -1:
         v19 = None
     else:
-        fail(NEGATIVE, n20, p, L, up, b'Reason', -1)
+        return failed(NEGATIVE, n20, p, L, up, b'Reason', -1)
     d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v19}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -416,69 +448,69 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i11
     cdef object v1, v2, v3, v5, v7, v9, v12, v14, d16, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ErrorCode+GenerationId', -1)
+    if need_at(p, 6, L, up, b'ErrorCode+GenerationId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd32(c, p + 2)
     p += 6
-    need_at(p, 2, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'ProtocolName', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ProtocolName', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ProtocolName', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ProtocolName', -1)
-    need_at(p, 2, L, up, b'Leader', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'Leader', -1): return FAILED
     n6 = rd16(c, p); p += 2
     if n6 >= 0:
-        need_len(p, n6, L, up, b'Leader', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'Leader', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Leader', -1)
-    need_at(p, 2, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n8 = rd16(c, p); p += 2
     if n8 >= 0:
-        need_len(p, n8, L, up, b'MemberId', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'MemberId', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Members', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Members', -1): return FAILED
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
-        if n10 * 6 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'Members', -1)
+        if n10 * 6 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Members', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Members', -1)
         v9 = []
         for i11 in range(n10):
-            need_at(p, 2, L, up, b'Members[{}].MemberId', i11)
+            if need_at(p, 2, L, up, b'Members[{}].MemberId', i11): return FAILED
             n13 = rd16(c, p); p += 2
             if n13 >= 0:
-                need_len(p, n13, L, up, b'Members[{}].MemberId', i11)
-                v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
+                if need_len(p, n13, L, up, b'Members[{}].MemberId', i11): return FAILED
+                v12 = utf8_text(<const char*>c + p, n13); p += n13
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Members[{}].MemberId', i11)
-            need_at(p, 4, L, up, b'Members[{}].Metadata', i11)
+                return failed(NEGATIVE, n13, p, L, up, b'Members[{}].MemberId', i11)
+            if need_at(p, 4, L, up, b'Members[{}].Metadata', i11): return FAILED
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
-                need_len(p, n15, L, up, b'Members[{}].Metadata', i11)
+                if need_len(p, n15, L, up, b'Members[{}].Metadata', i11): return FAILED
                 v14 = b[p:p + n15]; p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'Members[{}].Metadata', i11)
+                return failed(NEGATIVE, n15, p, L, up, b'Members[{}].Metadata', i11)
             d16 = {"MemberId": v12, "Metadata": v14}
             v9.append(d16)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'Members', -1)
     d = {"ErrorCode": v1, "GenerationId": v2, "ProtocolName": v3, "Leader": v5, "MemberId": v7, "Members": v9}
     pp[0] = p
     return d
@@ -488,70 +520,70 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, v13, v15, d17, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
-    need_at(p, 2, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'ProtocolName', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ProtocolName', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ProtocolName', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
-    need_at(p, 2, L, up, b'Leader', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'Leader', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'Leader', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'Leader', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Leader', -1)
-    need_at(p, 2, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n9 = rd16(c, p); p += 2
     if n9 >= 0:
-        need_len(p, n9, L, up, b'MemberId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'MemberId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Members', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Members', -1): return FAILED
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
-        if n11 * 6 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'Members', -1)
+        if n11 * 6 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
         v10 = []
         for i12 in range(n11):
-            need_at(p, 2, L, up, b'Members[{}].MemberId', i12)
+            if need_at(p, 2, L, up, b'Members[{}].MemberId', i12): return FAILED
             n14 = rd16(c, p); p += 2
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Members[{}].MemberId', i12)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'Members[{}].MemberId', i12): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
-            need_at(p, 4, L, up, b'Members[{}].Metadata', i12)
+                return failed(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
+            if need_at(p, 4, L, up, b'Members[{}].Metadata', i12): return FAILED
             n16 = rd32(c, p); p += 4
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Members[{}].Metadata', i12)
+                if need_len(p, n16, L, up, b'Members[{}].Metadata', i12): return FAILED
                 v15 = b[p:p + n16]; p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Members[{}].Metadata', i12)
+                return failed(NEGATIVE, n16, p, L, up, b'Members[{}].Metadata', i12)
             d17 = {"MemberId": v13, "Metadata": v15}
             v10.append(d17)
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
     pp[0] = p
     return d
@@ -561,79 +593,79 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, v13, v15, v17, d19, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
-    need_at(p, 2, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'ProtocolName', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ProtocolName', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ProtocolName', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
-    need_at(p, 2, L, up, b'Leader', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
+    if need_at(p, 2, L, up, b'Leader', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'Leader', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'Leader', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Leader', -1)
-    need_at(p, 2, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n9 = rd16(c, p); p += 2
     if n9 >= 0:
-        need_len(p, n9, L, up, b'MemberId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'MemberId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Members', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Members', -1): return FAILED
     n11 = rd32(c, p); p += 4
     if n11 >= 0:
-        if n11 * 8 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'Members', -1)
+        if n11 * 8 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
         v10 = []
         for i12 in range(n11):
-            need_at(p, 2, L, up, b'Members[{}].MemberId', i12)
+            if need_at(p, 2, L, up, b'Members[{}].MemberId', i12): return FAILED
             n14 = rd16(c, p); p += 2
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Members[{}].MemberId', i12)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'Members[{}].MemberId', i12): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
-            need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i12)
+                return failed(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
+            if need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i12): return FAILED
             n16 = rd16(c, p); p += 2
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Members[{}].GroupInstanceId', i12)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Members[{}].GroupInstanceId', i12): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Members[{}].GroupInstanceId', i12)
-            need_at(p, 4, L, up, b'Members[{}].Metadata', i12)
+                return failed(NEGATIVE, n16, p, L, up, b'Members[{}].GroupInstanceId', i12)
+            if need_at(p, 4, L, up, b'Members[{}].Metadata', i12): return FAILED
             n18 = rd32(c, p); p += 4
             if n18 >= 0:
-                need_len(p, n18, L, up, b'Members[{}].Metadata', i12)
+                if need_len(p, n18, L, up, b'Members[{}].Metadata', i12): return FAILED
                 v17 = b[p:p + n18]; p += n18
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'Members[{}].Metadata', i12)
+                return failed(NEGATIVE, n18, p, L, up, b'Members[{}].Metadata', i12)
             d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
             v10.append(d19)
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
     pp[0] = p
     return d
@@ -643,84 +675,97 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v6, v8, v10, v13, v15, v17, d19, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'ProtocolName', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ProtocolName', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ProtocolName', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ProtocolName', -1)
     p = uvar_at(c, p, L, &n7, up, b'Leader', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'Leader', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'Leader', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Leader', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Leader', -1)
     p = uvar_at(c, p, L, &n9, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'MemberId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'MemberId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n11, up, b'Members', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        if n11 * 4 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'Members', -1)
+        if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
         v10 = []
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'Members[{}].MemberId', i12)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Members[{}].MemberId', i12)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'Members[{}].MemberId', i12): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
+                return failed(NEGATIVE, n14, p, L, up, b'Members[{}].MemberId', i12)
             p = uvar_at(c, p, L, &n16, up, b'Members[{}].GroupInstanceId', i12)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Members[{}].GroupInstanceId', i12)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Members[{}].GroupInstanceId', i12): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Members[{}].GroupInstanceId', i12)
+                return failed(NEGATIVE, n16, p, L, up, b'Members[{}].GroupInstanceId', i12)
             p = uvar_at(c, p, L, &n18, up, b'Members[{}].Metadata', i12)
+            if p < 0: return FAILED
             n18 -= 1
             if n18 >= 0:
-                need_len(p, n18, L, up, b'Members[{}].Metadata', i12)
+                if need_len(p, n18, L, up, b'Members[{}].Metadata', i12): return FAILED
                 v17 = b[p:p + n18]; p += n18
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'Members[{}].Metadata', i12)
+                return failed(NEGATIVE, n18, p, L, up, b'Members[{}].Metadata', i12)
             d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
             p = uvar_at(c, p, L, &t, up, b'Members', i12)
-            if t: p = tags_at(b, p, t, _T0, d19, B, up, b'Members', i12)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'Members', i12)
+                if p < 0: return FAILED
             v10.append(d19)
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -729,93 +774,107 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i14
     cdef object v1, v2, v3, v4, v6, v8, v10, v12, v15, v17, v19, d21, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ProtocolType', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ProtocolType', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n7, up, b'ProtocolName', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'ProtocolName', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'ProtocolName', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'ProtocolName', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'ProtocolName', -1)
     p = uvar_at(c, p, L, &n9, up, b'Leader', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'Leader', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'Leader', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Leader', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Leader', -1)
     p = uvar_at(c, p, L, &n11, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        need_len(p, n11, L, up, b'MemberId', -1)
-        v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+        if need_len(p, n11, L, up, b'MemberId', -1): return FAILED
+        v10 = utf8_text(<const char*>c + p, n11); p += n11
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n13, up, b'Members', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Members', -1)
+        if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Members', -1)
         B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Members', -1)
         v12 = []
         for i14 in range(n13):
             p = uvar_at(c, p, L, &n16, up, b'Members[{}].MemberId', i14)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Members[{}].MemberId', i14)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Members[{}].MemberId', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Members[{}].MemberId', i14)
+                return failed(NEGATIVE, n16, p, L, up, b'Members[{}].MemberId', i14)
             p = uvar_at(c, p, L, &n18, up, b'Members[{}].GroupInstanceId', i14)
+            if p < 0: return FAILED
             n18 -= 1
             if n18 >= 0:
-                need_len(p, n18, L, up, b'Members[{}].GroupInstanceId', i14)
-                v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                if need_len(p, n18, L, up, b'Members[{}].GroupInstanceId', i14): return FAILED
+                v17 = utf8_text(<const char*>c + p, n18); p += n18
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'Members[{}].GroupInstanceId', i14)
+                return failed(NEGATIVE, n18, p, L, up, b'Members[{}].GroupInstanceId', i14)
             p = uvar_at(c, p, L, &n20, up, b'Members[{}].Metadata', i14)
+            if p < 0: return FAILED
             n20 -= 1
             if n20 >= 0:
-                need_len(p, n20, L, up, b'Members[{}].Metadata', i14)
+                if need_len(p, n20, L, up, b'Members[{}].Metadata', i14): return FAILED
                 v19 = b[p:p + n20]; p += n20
             elif n20 == -1:
                 v19 = None
             else:
-                fail(NEGATIVE, n20, p, L, up, b'Members[{}].Metadata', i14)
+                return failed(NEGATIVE, n20, p, L, up, b'Members[{}].Metadata', i14)
             d21 = {"MemberId": v15, "GroupInstanceId": v17, "Metadata": v19}
             p = uvar_at(c, p, L, &t, up, b'Members', i14)
-            if t: p = tags_at(b, p, t, _T0, d21, B, up, b'Members', i14)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d21, B, up, b'Members', i14)
+                if p < 0: return FAILED
             v12.append(d21)
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "MemberId": v10, "Members": v12}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -824,145 +883,181 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i15
     cdef object v1, v2, v3, v4, v6, v8, v10, v11, v13, v16, v18, v20, d22, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1)
+    if need_at(p, 10, L, up, b'ThrottleTimeMs+ErrorCode+GenerationId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd32(c, p + 6)
     p += 10
     p = uvar_at(c, p, L, &n5, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ProtocolType', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ProtocolType', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n7, up, b'ProtocolName', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'ProtocolName', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'ProtocolName', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'ProtocolName', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'ProtocolName', -1)
     p = uvar_at(c, p, L, &n9, up, b'Leader', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'Leader', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'Leader', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Leader', -1)
-    need_at(p, 1, L, up, b'SkipAssignment', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Leader', -1)
+    if need_at(p, 1, L, up, b'SkipAssignment', -1): return FAILED
     v10 = (c[p + 0] != 0)
     p += 1
     p = uvar_at(c, p, L, &n12, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        need_len(p, n12, L, up, b'MemberId', -1)
-        v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+        if need_len(p, n12, L, up, b'MemberId', -1): return FAILED
+        v11 = utf8_text(<const char*>c + p, n12); p += n12
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n14, up, b'Members', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'Members', -1)
+        if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Members', -1)
         B.left -= n14
-        if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Members', -1)
         v13 = []
         for i15 in range(n14):
             p = uvar_at(c, p, L, &n17, up, b'Members[{}].MemberId', i15)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                need_len(p, n17, L, up, b'Members[{}].MemberId', i15)
-                v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                if need_len(p, n17, L, up, b'Members[{}].MemberId', i15): return FAILED
+                v16 = utf8_text(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'Members[{}].MemberId', i15)
+                return failed(NEGATIVE, n17, p, L, up, b'Members[{}].MemberId', i15)
             p = uvar_at(c, p, L, &n19, up, b'Members[{}].GroupInstanceId', i15)
+            if p < 0: return FAILED
             n19 -= 1
             if n19 >= 0:
-                need_len(p, n19, L, up, b'Members[{}].GroupInstanceId', i15)
-                v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                if need_len(p, n19, L, up, b'Members[{}].GroupInstanceId', i15): return FAILED
+                v18 = utf8_text(<const char*>c + p, n19); p += n19
             elif n19 == -1:
                 v18 = None
             else:
-                fail(NEGATIVE, n19, p, L, up, b'Members[{}].GroupInstanceId', i15)
+                return failed(NEGATIVE, n19, p, L, up, b'Members[{}].GroupInstanceId', i15)
             p = uvar_at(c, p, L, &n21, up, b'Members[{}].Metadata', i15)
+            if p < 0: return FAILED
             n21 -= 1
             if n21 >= 0:
-                need_len(p, n21, L, up, b'Members[{}].Metadata', i15)
+                if need_len(p, n21, L, up, b'Members[{}].Metadata', i15): return FAILED
                 v20 = b[p:p + n21]; p += n21
             elif n21 == -1:
                 v20 = None
             else:
-                fail(NEGATIVE, n21, p, L, up, b'Members[{}].Metadata', i15)
+                return failed(NEGATIVE, n21, p, L, up, b'Members[{}].Metadata', i15)
             d22 = {"MemberId": v16, "GroupInstanceId": v18, "Metadata": v20}
             p = uvar_at(c, p, L, &t, up, b'Members', i15)
-            if t: p = tags_at(b, p, t, _T0, d22, B, up, b'Members', i15)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d22, B, up, b'Members', i15)
+                if p < 0: return FAILED
             v13.append(d22)
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n14, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "SkipAssignment": v10, "MemberId": v11, "Members": v13}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f10(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1, 2: _w1, 3: _w1, 4: _w1, 5: _w2, 6: _w3, 7: _w3, 8: _w4, 9: _w4}
 RESPONSE = {0: _w5, 1: _w5, 2: _w6, 3: _w6, 4: _w6, 5: _w7, 6: _w8, 7: _w9, 8: _w9, 9: _w10}
-BUILD_HASH = '8e45f3314f9ec0ef'
+BUILD_HASH = 'f176cefc570e000a'

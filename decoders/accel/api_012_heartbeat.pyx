@@ -2,37 +2,42 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2, n5
     cdef object v1, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4}
     pp[0] = p
     return d
@@ -41,36 +46,36 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5, n7
     cdef object v1, v3, v4, v6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'GroupInstanceId', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6}
     pp[0] = p
     return d
@@ -80,45 +85,51 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v6, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n5, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n7, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     d = {"ErrorCode": v1}
@@ -128,7 +139,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
@@ -140,42 +151,57 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w2}
 RESPONSE = {0: _w3, 1: _w4, 2: _w4, 3: _w4, 4: _w5}
-BUILD_HASH = '2077fd9e7e93b56b'
+BUILD_HASH = '6201696e34658963'

@@ -2,34 +2,39 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2, n4
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 2, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
     d = {"GroupId": v1, "MemberId": v3}
     pp[0] = p
     return d
@@ -39,47 +44,47 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'Members', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'Members', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 4 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Members', -1)
+        if n4 * 4 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 2, L, up, b'Members[{}].MemberId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].MemberId', i5): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Members[{}].MemberId', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Members[{}].MemberId', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
-            need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
             d10 = {"MemberId": v6, "GroupInstanceId": v8}
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Members', -1)
     d = {"GroupId": v1, "Members": v3}
     pp[0] = p
     return d
@@ -90,51 +95,61 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v8, d10, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Members', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Members', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Members[{}].MemberId', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Members[{}].MemberId', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
             p = uvar_at(c, p, L, &n9, up, b'Members[{}].GroupInstanceId', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
             d10 = {"MemberId": v6, "GroupInstanceId": v8}
             p = uvar_at(c, p, L, &t, up, b'Members', i5)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'Members', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'Members', i5)
+                if p < 0: return FAILED
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Members', -1)
     d = {"GroupId": v1, "Members": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -144,67 +159,78 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v8, v10, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'Members', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 4 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Members', -1)
+        if n4 * 4 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Members[{}].MemberId', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Members[{}].MemberId', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
             p = uvar_at(c, p, L, &n9, up, b'Members[{}].GroupInstanceId', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
             p = uvar_at(c, p, L, &n11, up, b'Members[{}].Reason', i5)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                need_len(p, n11, L, up, b'Members[{}].Reason', i5)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'Members[{}].Reason', i5): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'Members[{}].Reason', i5)
+                return failed(NEGATIVE, n11, p, L, up, b'Members[{}].Reason', i5)
             d12 = {"MemberId": v6, "GroupInstanceId": v8, "Reason": v10}
             p = uvar_at(c, p, L, &t, up, b'Members', i5)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'Members', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'Members', i5)
+                if p < 0: return FAILED
             v3.append(d12)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Members', -1)
     d = {"GroupId": v1, "Members": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     d = {"ErrorCode": v1}
@@ -214,7 +240,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
@@ -227,37 +253,37 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, v6, v8, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
-    need_at(p, 4, L, up, b'Members', -1)
+    if need_at(p, 4, L, up, b'Members', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Members', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 2, L, up, b'Members[{}].MemberId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].MemberId', i5): return FAILED
             n7 = rd16(c, p); p += 2
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Members[{}].MemberId', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Members[{}].MemberId', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
-            need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
-            need_at(p, 2, L, up, b'Members[{}].ErrorCode', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].ErrorCode', i5): return FAILED
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
@@ -265,7 +291,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Members": v3}
     pp[0] = p
     return d
@@ -275,87 +301,112 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, v6, v8, v10, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'Members', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 5 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Members', -1)
+        if n4 * 5 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Members', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Members[{}].MemberId', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Members[{}].MemberId', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Members[{}].MemberId', i5)
             p = uvar_at(c, p, L, &n9, up, b'Members[{}].GroupInstanceId', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Members[{}].GroupInstanceId', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
-            need_at(p, 2, L, up, b'Members[{}].ErrorCode', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
+            if need_at(p, 2, L, up, b'Members[{}].ErrorCode', i5): return FAILED
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
             p = uvar_at(c, p, L, &t, up, b'Members', i5)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Members', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Members', i5)
+                if p < 0: return FAILED
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Members', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Members', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Members": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w2, 5: _w3}
 RESPONSE = {0: _w4, 1: _w5, 2: _w5, 3: _w6, 4: _w7, 5: _w7}
-BUILD_HASH = '722ea102aec5f627'
+BUILD_HASH = 'ec09cbe49e8d5b5d'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,59 +18,59 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i8
     cdef object v1, v3, v4, v6, v9, v11, d13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'Assignments', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        if n7 * 6 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Assignments', -1)
+        if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Assignments', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Assignments', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Assignments', -1)
         v6 = []
         for i8 in range(n7):
-            need_at(p, 2, L, up, b'Assignments[{}].MemberId', i8)
+            if need_at(p, 2, L, up, b'Assignments[{}].MemberId', i8): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Assignments[{}].MemberId', i8)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Assignments[{}].MemberId', i8): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Assignments[{}].MemberId', i8)
-            need_at(p, 4, L, up, b'Assignments[{}].Assignment', i8)
+                return failed(NEGATIVE, n10, p, L, up, b'Assignments[{}].MemberId', i8)
+            if need_at(p, 4, L, up, b'Assignments[{}].Assignment', i8): return FAILED
             n12 = rd32(c, p); p += 4
             if n12 >= 0:
-                need_len(p, n12, L, up, b'Assignments[{}].Assignment', i8)
+                if need_len(p, n12, L, up, b'Assignments[{}].Assignment', i8): return FAILED
                 v11 = b[p:p + n12]; p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Assignments[{}].Assignment', i8)
+                return failed(NEGATIVE, n12, p, L, up, b'Assignments[{}].Assignment', i8)
             d13 = {"MemberId": v9, "Assignment": v11}
             v6.append(d13)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Assignments', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "Assignments": v6}
     pp[0] = p
     return d
@@ -75,68 +80,68 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i10
     cdef object v1, v3, v4, v6, v8, v11, v13, d15, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'MemberId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
-    need_at(p, 2, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+    if need_at(p, 2, L, up, b'GroupInstanceId', -1): return FAILED
     n7 = rd16(c, p); p += 2
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
-    need_at(p, 4, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+    if need_at(p, 4, L, up, b'Assignments', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 2, L, up, b'Assignments[{}].MemberId', i10)
+            if need_at(p, 2, L, up, b'Assignments[{}].MemberId', i10): return FAILED
             n12 = rd16(c, p); p += 2
             if n12 >= 0:
-                need_len(p, n12, L, up, b'Assignments[{}].MemberId', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'Assignments[{}].MemberId', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Assignments[{}].MemberId', i10)
-            need_at(p, 4, L, up, b'Assignments[{}].Assignment', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'Assignments[{}].MemberId', i10)
+            if need_at(p, 4, L, up, b'Assignments[{}].Assignment', i10): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10)
+                if need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10): return FAILED
                 v13 = b[p:p + n14]; p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Assignments[{}].Assignment', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'Assignments[{}].Assignment', i10)
             d15 = {"MemberId": v11, "Assignment": v13}
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Assignments', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "Assignments": v8}
     pp[0] = p
     return d
@@ -147,72 +152,84 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v6, v8, v11, v13, d15, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n5, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n7, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'Assignments', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 3 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
+        if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
         v8 = []
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'Assignments[{}].MemberId', i10)
+            if p < 0: return FAILED
             n12 -= 1
             if n12 >= 0:
-                need_len(p, n12, L, up, b'Assignments[{}].MemberId', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'Assignments[{}].MemberId', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Assignments[{}].MemberId', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'Assignments[{}].MemberId', i10)
             p = uvar_at(c, p, L, &n14, up, b'Assignments[{}].Assignment', i10)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10)
+                if need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10): return FAILED
                 v13 = b[p:p + n14]; p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'Assignments[{}].Assignment', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'Assignments[{}].Assignment', i10)
             d15 = {"MemberId": v11, "Assignment": v13}
             p = uvar_at(c, p, L, &t, up, b'Assignments', i10)
-            if t: p = tags_at(b, p, t, _T0, d15, B, up, b'Assignments', i10)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d15, B, up, b'Assignments', i10)
+                if p < 0: return FAILED
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'Assignments', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "Assignments": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -222,90 +239,104 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v6, v8, v10, v12, v15, v17, d19, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n5, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'MemberId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'MemberId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n7, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'GroupInstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'GroupInstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'ProtocolType', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'ProtocolType', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n11, up, b'ProtocolName', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        need_len(p, n11, L, up, b'ProtocolName', -1)
-        v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+        if need_len(p, n11, L, up, b'ProtocolName', -1): return FAILED
+        v10 = utf8_text(<const char*>c + p, n11); p += n11
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'ProtocolName', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'ProtocolName', -1)
     p = uvar_at(c, p, L, &n13, up, b'Assignments', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        if n13 * 3 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Assignments', -1)
+        if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Assignments', -1)
         B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Assignments', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Assignments', -1)
         v12 = []
         for i14 in range(n13):
             p = uvar_at(c, p, L, &n16, up, b'Assignments[{}].MemberId', i14)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Assignments[{}].MemberId', i14)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Assignments[{}].MemberId', i14): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Assignments[{}].MemberId', i14)
+                return failed(NEGATIVE, n16, p, L, up, b'Assignments[{}].MemberId', i14)
             p = uvar_at(c, p, L, &n18, up, b'Assignments[{}].Assignment', i14)
+            if p < 0: return FAILED
             n18 -= 1
             if n18 >= 0:
-                need_len(p, n18, L, up, b'Assignments[{}].Assignment', i14)
+                if need_len(p, n18, L, up, b'Assignments[{}].Assignment', i14): return FAILED
                 v17 = b[p:p + n18]; p += n18
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'Assignments[{}].Assignment', i14)
+                return failed(NEGATIVE, n18, p, L, up, b'Assignments[{}].Assignment', i14)
             d19 = {"MemberId": v15, "Assignment": v17}
             p = uvar_at(c, p, L, &t, up, b'Assignments', i14)
-            if t: p = tags_at(b, p, t, _T0, d19, B, up, b'Assignments', i14)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'Assignments', i14)
+                if p < 0: return FAILED
             v12.append(d19)
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Assignments', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Assignments', -1)
     d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "ProtocolType": v8, "ProtocolName": v10, "Assignments": v12}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -313,18 +344,18 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 4, L, up, b'Assignment', -1)
+    if need_at(p, 4, L, up, b'Assignment', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Assignment', -1)
+        if need_len(p, n3, L, up, b'Assignment', -1): return FAILED
         v2 = b[p:p + n3]; p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Assignment', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Assignment', -1)
     d = {"ErrorCode": v1, "Assignment": v2}
     pp[0] = p
     return d
@@ -333,19 +364,19 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
-    need_at(p, 4, L, up, b'Assignment', -1)
+    if need_at(p, 4, L, up, b'Assignment', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        need_len(p, n4, L, up, b'Assignment', -1)
+        if need_len(p, n4, L, up, b'Assignment', -1): return FAILED
         v3 = b[p:p + n4]; p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Assignment', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Assignment', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Assignment": v3}
     pp[0] = p
     return d
@@ -354,22 +385,26 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, t
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'Assignment', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'Assignment', -1)
+        if need_len(p, n4, L, up, b'Assignment', -1): return FAILED
         v3 = b[p:p + n4]; p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Assignment', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Assignment', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "Assignment": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -377,77 +412,99 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, n6, n8, t
     cdef object v1, v2, v3, v5, v7, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ProtocolType', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ProtocolType', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ProtocolType', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ProtocolType', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ProtocolType', -1)
     p = uvar_at(c, p, L, &n6, up, b'ProtocolName', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'ProtocolName', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'ProtocolName', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'ProtocolName', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'ProtocolName', -1)
     p = uvar_at(c, p, L, &n8, up, b'Assignment', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        need_len(p, n8, L, up, b'Assignment', -1)
+        if need_len(p, n8, L, up, b'Assignment', -1): return FAILED
         v7 = b[p:p + n8]; p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Assignment', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Assignment', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProtocolType": v3, "ProtocolName": v5, "Assignment": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w2, 5: _w3}
 RESPONSE = {0: _w4, 1: _w5, 2: _w5, 3: _w5, 4: _w6, 5: _w7}
-BUILD_HASH = 'fdebc17965eda36f'
+BUILD_HASH = 'b40a2955f55f18a7'

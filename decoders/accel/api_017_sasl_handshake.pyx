@@ -2,25 +2,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Mechanism', -1)
+    if need_at(p, 2, L, up, b'Mechanism', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Mechanism', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Mechanism', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Mechanism', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Mechanism', -1)
     d = {"Mechanism": v1}
     pp[0] = p
     return d
@@ -30,44 +35,48 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 4, L, up, b'Mechanisms', -1)
+    if need_at(p, 4, L, up, b'Mechanisms', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 2 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Mechanisms', -1)
+        if n3 * 2 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Mechanisms', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Mechanisms', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Mechanisms', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 2, L, up, b'Mechanisms', i4)
+            if need_at(p, 2, L, up, b'Mechanisms', i4): return FAILED
             n6 = rd16(c, p); p += 2
             if n6 >= 0:
-                need_len(p, n6, L, up, b'Mechanisms', i4)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'Mechanisms', i4): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'Mechanisms', i4)
+                return failed(NEGATIVE, n6, p, L, up, b'Mechanisms', i4)
             v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Mechanisms', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Mechanisms', -1)
     d = {"ErrorCode": v1, "Mechanisms": v2}
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w1, 1: _w1}
-BUILD_HASH = 'd70bcc27b5833ce9'
+BUILD_HASH = '2b692cb0f64878cb'

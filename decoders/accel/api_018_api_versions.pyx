@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -20,26 +25,31 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'ClientSoftwareName', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'ClientSoftwareName', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'ClientSoftwareName', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'ClientSoftwareName', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'ClientSoftwareName', -1)
     p = uvar_at(c, p, L, &n4, up, b'ClientSoftwareVersion', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ClientSoftwareVersion', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ClientSoftwareVersion', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ClientSoftwareVersion', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ClientSoftwareVersion', -1)
     d = {"ClientSoftwareName": v1, "ClientSoftwareVersion": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -48,38 +58,44 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v7, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'ClientSoftwareName', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'ClientSoftwareName', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'ClientSoftwareName', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'ClientSoftwareName', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'ClientSoftwareName', -1)
     p = uvar_at(c, p, L, &n4, up, b'ClientSoftwareVersion', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ClientSoftwareVersion', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ClientSoftwareVersion', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ClientSoftwareVersion', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ClientSoftwareVersion', -1)
     p = uvar_at(c, p, L, &n6, up, b'ClusterId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'ClusterId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'ClusterId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'ClusterId', -1)
-    need_at(p, 4, L, up, b'NodeId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'ClusterId', -1)
+    if need_at(p, 4, L, up, b'NodeId', -1): return FAILED
     v7 = rd32(c, p + 0)
     p += 4
     d = {"ClientSoftwareName": v1, "ClientSoftwareVersion": v3, "ClusterId": v5, "NodeId": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -88,18 +104,18 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 4, L, up, b'ApiKeys', -1)
+    if need_at(p, 4, L, up, b'ApiKeys', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4)
+            if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
             v6 = rd16(c, p + 2)
             v7 = rd16(c, p + 4)
@@ -109,7 +125,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
     d = {"ErrorCode": v1, "ApiKeys": v2}
     pp[0] = p
     return d
@@ -119,18 +135,18 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, d8, v9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 4, L, up, b'ApiKeys', -1)
+    if need_at(p, 4, L, up, b'ApiKeys', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4)
+            if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
             v6 = rd16(c, p + 2)
             v7 = rd16(c, p + 4)
@@ -140,8 +156,8 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v9 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v9}
@@ -154,34 +170,39 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'SupportedFeatures', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'SupportedFeatures', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'SupportedFeatures', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'SupportedFeatures', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'SupportedFeatures', -1)
         v1 = []
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'SupportedFeatures[{}].Name', i3)
+            if p < 0: return FAILED
             n5 -= 1
             if n5 >= 0:
-                need_len(p, n5, L, up, b'SupportedFeatures[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'SupportedFeatures[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'SupportedFeatures[{}].Name', i3)
-            need_at(p, 4, L, up, b'SupportedFeatures[{}].MinVersion+MaxVersion', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'SupportedFeatures[{}].Name', i3)
+            if need_at(p, 4, L, up, b'SupportedFeatures[{}].MinVersion+MaxVersion', i3): return FAILED
             v6 = rd16(c, p + 0)
             v7 = rd16(c, p + 2)
             p += 4
             d8 = {"Name": v4, "MinVersion": v6, "MaxVersion": v7}
             p = uvar_at(c, p, L, &t, up, b'SupportedFeatures', i3)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'SupportedFeatures', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'SupportedFeatures', i3)
+                if p < 0: return FAILED
             v1.append(d8)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'SupportedFeatures', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'SupportedFeatures', -1)
     pp[0] = p
     d = v1
     return d
@@ -189,7 +210,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'FinalizedFeaturesEpoch', -1)
+    if need_at(p, 8, L, up, b'FinalizedFeaturesEpoch', -1): return FAILED
     v1 = rd64(c, p + 0)
     p += 8
     pp[0] = p
@@ -202,34 +223,39 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'FinalizedFeatures', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'FinalizedFeatures', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'FinalizedFeatures', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'FinalizedFeatures', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'FinalizedFeatures', -1)
         v1 = []
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'FinalizedFeatures[{}].Name', i3)
+            if p < 0: return FAILED
             n5 -= 1
             if n5 >= 0:
-                need_len(p, n5, L, up, b'FinalizedFeatures[{}].Name', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'FinalizedFeatures[{}].Name', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'FinalizedFeatures[{}].Name', i3)
-            need_at(p, 4, L, up, b'FinalizedFeatures[{}].MaxVersionLevel+MinVersionLevel', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'FinalizedFeatures[{}].Name', i3)
+            if need_at(p, 4, L, up, b'FinalizedFeatures[{}].MaxVersionLevel+MinVersionLevel', i3): return FAILED
             v6 = rd16(c, p + 0)
             v7 = rd16(c, p + 2)
             p += 4
             d8 = {"Name": v4, "MaxVersionLevel": v6, "MinVersionLevel": v7}
             p = uvar_at(c, p, L, &t, up, b'FinalizedFeatures', i3)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'FinalizedFeatures', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'FinalizedFeatures', i3)
+                if p < 0: return FAILED
             v1.append(d8)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'FinalizedFeatures', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'FinalizedFeatures', -1)
     pp[0] = p
     d = v1
     return d
@@ -237,7 +263,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 1, L, up, b'ZkMigrationReady', -1)
+    if need_at(p, 1, L, up, b'ZkMigrationReady', -1): return FAILED
     v1 = (c[p + 0] != 0)
     p += 1
     pp[0] = p
@@ -249,77 +275,104 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, d8, v9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n3, up, b'ApiKeys', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 7 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
+        if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4)
+            if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
             v6 = rd16(c, p + 2)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
             p = uvar_at(c, p, L, &t, up, b'ApiKeys', i4)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'ApiKeys', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'ApiKeys', i4)
+                if p < 0: return FAILED
             v2.append(d8)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ApiKeys', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v9 = rd32(c, p + 0)
     p += 4
     d = {"ErrorCode": v1, "ApiKeys": v2, "ThrottleTimeMs": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T1, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
@@ -327,4 +380,4 @@ _T1 = {0: ("SupportedFeatures", _w5), 1: ("FinalizedFeaturesEpoch", _w6), 2: ("F
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w1, 5: _w2}
 RESPONSE = {0: _w3, 1: _w4, 2: _w4, 3: _w9, 4: _w9, 5: _w9}
-BUILD_HASH = '8b4c225706701039'
+BUILD_HASH = 'f078b1259a7e36ea'

@@ -2,26 +2,31 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'TransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 4, L, up, b'TransactionTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 4, L, up, b'TransactionTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     d = {"TransactionalId": v1, "TransactionTimeoutMs": v3}
@@ -33,20 +38,24 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 4, L, up, b'TransactionTimeoutMs', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 4, L, up, b'TransactionTimeoutMs', -1): return FAILED
     v3 = rd32(c, p + 0)
     p += 4
     d = {"TransactionalId": v1, "TransactionTimeoutMs": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -55,22 +64,26 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 14, L, up, b'TransactionTimeoutMs+ProducerId+ProducerEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 14, L, up, b'TransactionTimeoutMs+ProducerId+ProducerEpoch', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd64(c, p + 4)
     v5 = rd16(c, p + 12)
     p += 14
     d = {"TransactionalId": v1, "TransactionTimeoutMs": v3, "ProducerId": v4, "ProducerEpoch": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -79,15 +92,16 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v6, v7, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 16, L, up, b'TransactionTimeoutMs+ProducerId+ProducerEpoch+Enable2Pc+KeepPreparedTxn', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 16, L, up, b'TransactionTimeoutMs+ProducerId+ProducerEpoch+Enable2Pc+KeepPreparedTxn', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd64(c, p + 4)
     v5 = rd16(c, p + 12)
@@ -96,14 +110,17 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     p += 16
     d = {"TransactionalId": v1, "TransactionTimeoutMs": v3, "ProducerId": v4, "ProducerEpoch": v5, "Enable2Pc": v6, "KeepPreparedTxn": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', -1)
+    if need_at(p, 16, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -117,7 +134,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', -1)
+    if need_at(p, 16, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -125,7 +142,10 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     p += 16
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -133,7 +153,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, v3, v4, v5, v6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 26, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch+OngoingTxnProducerId+OngoingTxnProducerEpoch', -1)
+    if need_at(p, 26, L, up, b'ThrottleTimeMs+ErrorCode+ProducerId+ProducerEpoch+OngoingTxnProducerId+OngoingTxnProducerEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = rd64(c, p + 6)
@@ -143,40 +163,57 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     p += 26
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4, "OngoingTxnProducerId": v5, "OngoingTxnProducerEpoch": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w1, 3: _w2, 4: _w2, 5: _w2, 6: _w3}
 RESPONSE = {0: _w4, 1: _w4, 2: _w5, 3: _w5, 4: _w5, 5: _w5, 6: _w6}
-BUILD_HASH = 'ae9e4875c3b8c4a2'
+BUILD_HASH = '778ffedd554ea745'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,53 +18,53 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i7
     cdef object v1, v3, v4, v5, v8, v10, d12, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'V3AndBelowTransactionalId', -1)
+    if need_at(p, 2, L, up, b'V3AndBelowTransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'V3AndBelowTransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'V3AndBelowTransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'V3AndBelowTransactionalId', -1)
-    need_at(p, 10, L, up, b'V3AndBelowProducerId+V3AndBelowProducerEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'V3AndBelowTransactionalId', -1)
+    if need_at(p, 10, L, up, b'V3AndBelowProducerId+V3AndBelowProducerEpoch', -1): return FAILED
     v3 = rd64(c, p + 0)
     v4 = rd16(c, p + 8)
     p += 10
-    need_at(p, 4, L, up, b'V3AndBelowTopics', -1)
+    if need_at(p, 4, L, up, b'V3AndBelowTopics', -1): return FAILED
     n6 = rd32(c, p); p += 4
     if n6 >= 0:
-        if n6 * 6 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
+        if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
         v5 = []
         for i7 in range(n6):
-            need_at(p, 2, L, up, b'V3AndBelowTopics[{}].Name', i7)
+            if need_at(p, 2, L, up, b'V3AndBelowTopics[{}].Name', i7): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'V3AndBelowTopics[{}].Name', i7)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'V3AndBelowTopics[{}].Name', i7): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'V3AndBelowTopics[{}].Name', i7)
-            need_at(p, 4, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                return failed(NEGATIVE, n9, p, L, up, b'V3AndBelowTopics[{}].Name', i7)
+            if need_at(p, 4, L, up, b'V3AndBelowTopics[{}].Partitions', i7): return FAILED
             n11 = rd32(c, p); p += 4
             if n11 >= 0:
-                if n11 * 4 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
                 B.left -= n11
-                if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
                 v10 = arr_fixed(c, p, L, n11, b'i'); p += n11 * 4
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                return failed(NEGATIVE, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
             d12 = {"Name": v8, "Partitions": v10}
             v5.append(d12)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'V3AndBelowTopics', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'V3AndBelowTopics', -1)
     d = {"V3AndBelowTransactionalId": v1, "V3AndBelowProducerId": v3, "V3AndBelowProducerEpoch": v4, "V3AndBelowTopics": v5}
     pp[0] = p
     return d
@@ -70,57 +75,67 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v8, v10, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'V3AndBelowTransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'V3AndBelowTransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'V3AndBelowTransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'V3AndBelowTransactionalId', -1)
-    need_at(p, 10, L, up, b'V3AndBelowProducerId+V3AndBelowProducerEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'V3AndBelowTransactionalId', -1)
+    if need_at(p, 10, L, up, b'V3AndBelowProducerId+V3AndBelowProducerEpoch', -1): return FAILED
     v3 = rd64(c, p + 0)
     v4 = rd16(c, p + 8)
     p += 10
     p = uvar_at(c, p, L, &n6, up, b'V3AndBelowTopics', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 3 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
+        if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
         v5 = []
         for i7 in range(n6):
             p = uvar_at(c, p, L, &n9, up, b'V3AndBelowTopics[{}].Name', i7)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'V3AndBelowTopics[{}].Name', i7)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'V3AndBelowTopics[{}].Name', i7): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'V3AndBelowTopics[{}].Name', i7)
+                return failed(NEGATIVE, n9, p, L, up, b'V3AndBelowTopics[{}].Name', i7)
             p = uvar_at(c, p, L, &n11, up, b'V3AndBelowTopics[{}].Partitions', i7)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                if n11 * 4 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
                 B.left -= n11
-                if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
                 v10 = arr_fixed(c, p, L, n11, b'i'); p += n11 * 4
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
+                return failed(NEGATIVE, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
             d12 = {"Name": v8, "Partitions": v10}
             p = uvar_at(c, p, L, &t, up, b'V3AndBelowTopics', i7)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'V3AndBelowTopics', i7)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'V3AndBelowTopics', i7)
+                if p < 0: return FAILED
             v5.append(d12)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'V3AndBelowTopics', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'V3AndBelowTopics', -1)
     d = {"V3AndBelowTransactionalId": v1, "V3AndBelowProducerId": v3, "V3AndBelowProducerEpoch": v4, "V3AndBelowTopics": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -130,58 +145,68 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v6, v9, v11, d13, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 11, L, up, b'ProducerId+ProducerEpoch+VerifyOnly', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 11, L, up, b'ProducerId+ProducerEpoch+VerifyOnly', -1): return FAILED
     v3 = rd64(c, p + 0)
     v4 = rd16(c, p + 8)
     v5 = (c[p + 10] != 0)
     p += 11
     p = uvar_at(c, p, L, &n7, up, b'Topics', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 3 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 3 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             p = uvar_at(c, p, L, &n10, up, b'Topics[{}].Name', i8)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Topics[{}].Name', i8)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Topics[{}].Name', i8): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Topics[{}].Name', i8)
+                return failed(NEGATIVE, n10, p, L, up, b'Topics[{}].Name', i8)
             p = uvar_at(c, p, L, &n12, up, b'Topics[{}].Partitions', i8)
+            if p < 0: return FAILED
             n12 -= 1
             if n12 >= 0:
-                if n12 * 4 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Topics[{}].Partitions', i8)
+                if n12 * 4 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Topics[{}].Partitions', i8)
                 B.left -= n12
-                if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Topics[{}].Partitions', i8)
+                if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Topics[{}].Partitions', i8)
                 v11 = arr_fixed(c, p, L, n12, b'i'); p += n12 * 4
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'Topics[{}].Partitions', i8)
+                return failed(NEGATIVE, n12, p, L, up, b'Topics[{}].Partitions', i8)
             d13 = {"Name": v9, "Partitions": v11}
             p = uvar_at(c, p, L, &t, up, b'Topics', i8)
-            if t: p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
+                if p < 0: return FAILED
             v6.append(d13)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "VerifyOnly": v5, "Topics": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -189,26 +214,32 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, t
     cdef Where w
     cdef Py_ssize_t i3
-    cdef object v1, d
+    cdef object v1, v4, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Transactions', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 14 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Transactions', -1)
+        if n2 * 14 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Transactions', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Transactions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Transactions', -1)
         v1 = []
         for i3 in range(n2):
             w.name = b'Transactions'; w.index = i3
-            v1.append(_f2(b, c, L, &p, B, &w))
+            v4 = _f2(b, c, L, &p, B, &w)
+            if v4 is FAILED: return FAILED
+            v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Transactions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Transactions', -1)
     d = {"Transactions": v1}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -217,24 +248,24 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'ResultsByPartition', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'ResultsByPartition', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5)
+            if need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
@@ -243,7 +274,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ResultsByPartition', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ResultsByPartition', -1)
     d = {"Name": v1, "ResultsByPartition": v3}
     pp[0] = p
     return d
@@ -252,26 +283,28 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'ResultsByTopicV3AndBelow', -1)
+    if need_at(p, 4, L, up, b'ResultsByTopicV3AndBelow', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'ResultsByTopicV3AndBelow'; w.index = i4
-            v2.append(_f4(b, c, L, &p, B, &w))
+            v5 = _f4(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
     d = {"ThrottleTimeMs": v1, "ResultsByTopicV3AndBelow": v2}
     pp[0] = p
     return d
@@ -282,37 +315,45 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'ResultsByPartition', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 7 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
+        if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5)
+            if need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "PartitionErrorCode": v7}
             p = uvar_at(c, p, L, &t, up, b'ResultsByPartition', i5)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'ResultsByPartition', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'ResultsByPartition', i5)
+                if p < 0: return FAILED
             v3.append(d8)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ResultsByPartition', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ResultsByPartition', -1)
     d = {"Name": v1, "ResultsByPartition": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -320,29 +361,35 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'ResultsByTopicV3AndBelow', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'ResultsByTopicV3AndBelow'; w.index = i4
-            v2.append(_f6(b, c, L, &p, B, &w))
+            v5 = _f6(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
     d = {"ThrottleTimeMs": v1, "ResultsByTopicV3AndBelow": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -350,35 +397,42 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v3, d
+    cdef object v1, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
     p = uvar_at(c, p, L, &n4, up, b'TopicResults', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'TopicResults', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'TopicResults', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'TopicResults', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'TopicResults', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'TopicResults'; w.index = i5
-            v3.append(_f6(b, c, L, &p, B, &w))
+            v6 = _f6(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'TopicResults', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'TopicResults', -1)
     d = {"TransactionalId": v1, "TopicResults": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -386,59 +440,77 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, t
     cdef Where w
     cdef Py_ssize_t i5
-    cdef object v1, v2, v3, d
+    cdef object v1, v2, v3, v6, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ResultsByTransaction', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 3 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'ResultsByTransaction', -1)
+        if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByTransaction', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'ResultsByTransaction', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByTransaction', -1)
         v3 = []
         for i5 in range(n4):
             w.name = b'ResultsByTransaction'; w.index = i5
-            v3.append(_f8(b, c, L, &p, B, &w))
+            v6 = _f8(b, c, L, &p, B, &w)
+            if v6 is FAILED: return FAILED
+            v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ResultsByTransaction', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ResultsByTransaction', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ResultsByTransaction": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w3, 5: _w3}
 RESPONSE = {0: _w5, 1: _w5, 2: _w5, 3: _w7, 4: _w9, 5: _w9}
-BUILD_HASH = '218ae1cd6387d4fa'
+BUILD_HASH = 'c7aa6bcb610bb80a'

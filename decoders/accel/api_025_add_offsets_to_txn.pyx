@@ -2,38 +2,43 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2, n6
     cdef object v1, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'TransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1): return FAILED
     v3 = rd64(c, p + 0)
     v4 = rd16(c, p + 8)
     p += 10
-    need_at(p, 2, L, up, b'GroupId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n6 = rd16(c, p); p += 2
     if n6 >= 0:
-        need_len(p, n6, L, up, b'GroupId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'GroupId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'GroupId', -1)
     d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "GroupId": v5}
     pp[0] = p
     return d
@@ -43,37 +48,42 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1): return FAILED
     v3 = rd64(c, p + 0)
     v4 = rd16(c, p + 8)
     p += 10
     p = uvar_at(c, p, L, &n6, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'GroupId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'GroupId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'GroupId', -1)
     d = {"TransactionalId": v1, "ProducerId": v3, "ProducerEpoch": v4, "GroupId": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
@@ -85,34 +95,45 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w1}
 RESPONSE = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3}
-BUILD_HASH = 'abe3d0646b2408b2'
+BUILD_HASH = '3b9181fd7e6590f6'

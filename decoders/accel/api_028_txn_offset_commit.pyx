@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,42 +18,42 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 14 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5)
+            if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             p += 12
-            need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
             n9 = rd16(c, p); p += 2
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d10 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedMetadata": v8}
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -57,45 +62,47 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n8
     cdef Where w
     cdef Py_ssize_t i9
-    cdef object v1, v3, v5, v6, v7, d
+    cdef object v1, v3, v5, v6, v7, v10, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'TransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 2, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'GroupId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'GroupId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'GroupId', -1)
-    need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'GroupId', -1)
+    if need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1): return FAILED
     v5 = rd64(c, p + 0)
     v6 = rd16(c, p + 8)
     p += 10
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
-        if n8 * 6 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f0(b, c, L, &p, B, &w))
+            v10 = _f0(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "Topics": v7}
     pp[0] = p
     return d
@@ -105,43 +112,43 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
-            need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5)
+            if need_at(p, 2, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
             n10 = rd16(c, p); p += 2
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -150,45 +157,47 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n8
     cdef Where w
     cdef Py_ssize_t i9
-    cdef object v1, v3, v5, v6, v7, d
+    cdef object v1, v3, v5, v6, v7, v10, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'TransactionalId', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
-    need_at(p, 2, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+    if need_at(p, 2, L, up, b'GroupId', -1): return FAILED
     n4 = rd16(c, p); p += 2
     if n4 >= 0:
-        need_len(p, n4, L, up, b'GroupId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'GroupId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'GroupId', -1)
-    need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'GroupId', -1)
+    if need_at(p, 10, L, up, b'ProducerId+ProducerEpoch', -1): return FAILED
     v5 = rd64(c, p + 0)
     v6 = rd16(c, p + 8)
     p += 10
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
-        if n8 * 6 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f2(b, c, L, &p, B, &w))
+            v10 = _f2(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "Topics": v7}
     pp[0] = p
     return d
@@ -199,47 +208,56 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v6, v7, v8, v9, d11, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             v8 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n10, up, b'Partitions[{}].CommittedMetadata', i5)
+            if p < 0: return FAILED
             n10 -= 1
             if n10 >= 0:
-                need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5)
-                v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+                if need_len(p, n10, L, up, b'Partitions[{}].CommittedMetadata', i5): return FAILED
+                v9 = utf8_text(<const char*>c + p, n10); p += n10
             elif n10 == -1:
                 v9 = None
             else:
-                fail(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
+                return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -247,67 +265,77 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n9, n11, n13, t
     cdef Where w
     cdef Py_ssize_t i14
-    cdef object v1, v3, v5, v6, v7, v8, v10, v12, d
+    cdef object v1, v3, v5, v6, v7, v8, v10, v12, v15, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
     p = uvar_at(c, p, L, &n4, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'GroupId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'GroupId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'GroupId', -1)
-    need_at(p, 14, L, up, b'ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'GroupId', -1)
+    if need_at(p, 14, L, up, b'ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', -1): return FAILED
     v5 = rd64(c, p + 0)
     v6 = rd16(c, p + 8)
     v7 = rd32(c, p + 10)
     p += 14
     p = uvar_at(c, p, L, &n9, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'MemberId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'MemberId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n11, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        need_len(p, n11, L, up, b'GroupInstanceId', -1)
-        v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+        if need_len(p, n11, L, up, b'GroupInstanceId', -1): return FAILED
+        v10 = utf8_text(<const char*>c + p, n11); p += n11
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n13, up, b'Topics', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        if n13 * 3 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
+        if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
         v12 = []
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
-            v12.append(_f4(b, c, L, &p, B, &w))
+            v15 = _f4(b, c, L, &p, B, &w)
+            if v15 is FAILED: return FAILED
+            v12.append(v15)
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Topics', -1)
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -316,42 +344,50 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4)
+            if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd64(c, p + 4)
             v7 = rd32(c, p + 12)
             p += 16
             p = uvar_at(c, p, L, &n9, up, b'Partitions[{}].CommittedMetadata', i4)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i4)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Partitions[{}].CommittedMetadata', i4): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i4)
+                return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i4)
             d10 = {"PartitionIndex": v5, "CommittedOffset": v6, "CommittedLeaderEpoch": v7, "CommittedMetadata": v8}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d10)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -359,67 +395,77 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n9, n11, n13, t
     cdef Where w
     cdef Py_ssize_t i14
-    cdef object v1, v3, v5, v6, v7, v8, v10, v12, d
+    cdef object v1, v3, v5, v6, v7, v8, v10, v12, v15, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TransactionalId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'TransactionalId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'TransactionalId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TransactionalId', -1)
     p = uvar_at(c, p, L, &n4, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'GroupId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'GroupId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'GroupId', -1)
-    need_at(p, 14, L, up, b'ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'GroupId', -1)
+    if need_at(p, 14, L, up, b'ProducerId+ProducerEpoch+GenerationIdOrMemberEpoch', -1): return FAILED
     v5 = rd64(c, p + 0)
     v6 = rd16(c, p + 8)
     v7 = rd32(c, p + 10)
     p += 14
     p = uvar_at(c, p, L, &n9, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'MemberId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'MemberId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'MemberId', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'MemberId', -1)
     p = uvar_at(c, p, L, &n11, up, b'GroupInstanceId', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        need_len(p, n11, L, up, b'GroupInstanceId', -1)
-        v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+        if need_len(p, n11, L, up, b'GroupInstanceId', -1): return FAILED
+        v10 = utf8_text(<const char*>c + p, n11); p += n11
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'GroupInstanceId', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'GroupInstanceId', -1)
     p = uvar_at(c, p, L, &n13, up, b'Topics', -1)
+    if p < 0: return FAILED
     n13 -= 1
     if n13 >= 0:
-        if n13 * 18 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
+        if n13 * 18 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
         v12 = []
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
-            v12.append(_f6(b, c, L, &p, B, &w))
+            v15 = _f6(b, c, L, &p, B, &w)
+            if v15 is FAILED: return FAILED
+            v12.append(v15)
     elif n13 == -1:
         v12 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n13, p, L, up, b'Topics', -1)
     d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -428,24 +474,24 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Name', -1)
+    if need_at(p, 2, L, up, b'Name', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 4, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 4, L, up, b'Partitions', -1): return FAILED
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
-        if n4 * 6 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
@@ -454,7 +500,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     pp[0] = p
     return d
@@ -463,26 +509,28 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f8(b, c, L, &p, B, &w))
+            v5 = _f8(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     pp[0] = p
     return d
@@ -493,37 +541,45 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef object v1, v3, v6, v7, d8, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
     p = uvar_at(c, p, L, &n4, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 7 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
+        if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "ErrorCode": v7}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
+                if p < 0: return FAILED
             v3.append(d8)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Partitions', -1)
     d = {"Name": v1, "Partitions": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -531,29 +587,35 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f10(b, c, L, &p, B, &w))
+            v5 = _f10(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -562,32 +624,39 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, d7, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 7 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4)
+            if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4): return FAILED
             v5 = rd32(c, p + 0)
             v6 = rd16(c, p + 4)
             p += 6
             d7 = {"PartitionIndex": v5, "ErrorCode": v6}
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
+                if p < 0: return FAILED
             v2.append(d7)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -595,62 +664,82 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'ThrottleTimeMs', -1)
+    if need_at(p, 4, L, up, b'ThrottleTimeMs', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Topics', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
-            v2.append(_f12(b, c, L, &p, B, &w))
+            v5 = _f12(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Topics', -1)
     d = {"ThrottleTimeMs": v1, "Topics": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w9(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f9(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w13(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f13(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w1, 1: _w1, 2: _w3, 3: _w5, 4: _w5, 5: _w5, 6: _w7}
 RESPONSE = {0: _w9, 1: _w9, 2: _w9, 3: _w11, 4: _w11, 5: _w11, 6: _w13}
-BUILD_HASH = 'a1127bde3ab51866'
+BUILD_HASH = 'ac3fefdfeea73a61'

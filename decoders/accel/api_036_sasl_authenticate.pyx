@@ -2,25 +2,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'AuthBytes', -1)
+    if need_at(p, 4, L, up, b'AuthBytes', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        need_len(p, n2, L, up, b'AuthBytes', -1)
+        if need_len(p, n2, L, up, b'AuthBytes', -1): return FAILED
         v1 = b[p:p + n2]; p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'AuthBytes', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'AuthBytes', -1)
     d = {"AuthBytes": v1}
     pp[0] = p
     return d
@@ -30,17 +35,21 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'AuthBytes', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'AuthBytes', -1)
+        if need_len(p, n2, L, up, b'AuthBytes', -1): return FAILED
         v1 = b[p:p + n2]; p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'AuthBytes', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'AuthBytes', -1)
     d = {"AuthBytes": v1}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -48,27 +57,27 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, n5
     cdef object v1, v2, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'ErrorMessage', -1)
+    if need_at(p, 2, L, up, b'ErrorMessage', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'ErrorMessage', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'ErrorMessage', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'AuthBytes', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'AuthBytes', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        need_len(p, n5, L, up, b'AuthBytes', -1)
+        if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
         v4 = b[p:p + n5]; p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
     d = {"ErrorCode": v1, "ErrorMessage": v2, "AuthBytes": v4}
     pp[0] = p
     return d
@@ -77,28 +86,28 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, n5
     cdef object v1, v2, v4, v6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'ErrorMessage', -1)
+    if need_at(p, 2, L, up, b'ErrorMessage', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'ErrorMessage', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'ErrorMessage', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'AuthBytes', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'AuthBytes', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        need_len(p, n5, L, up, b'AuthBytes', -1)
+        if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
         v4 = b[p:p + n5]; p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
-    need_at(p, 8, L, up, b'SessionLifetimeMs', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
+    if need_at(p, 8, L, up, b'SessionLifetimeMs', -1): return FAILED
     v6 = rd64(c, p + 0)
     p += 8
     d = {"ErrorCode": v1, "ErrorMessage": v2, "AuthBytes": v4, "SessionLifetimeMs": v6}
@@ -109,58 +118,73 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, n5, t
     cdef object v1, v2, v4, v6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n3, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        need_len(p, n3, L, up, b'ErrorMessage', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'ErrorMessage', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n5, up, b'AuthBytes', -1)
+    if p < 0: return FAILED
     n5 -= 1
     if n5 >= 0:
-        need_len(p, n5, L, up, b'AuthBytes', -1)
+        if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
         v4 = b[p:p + n5]; p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
-    need_at(p, 8, L, up, b'SessionLifetimeMs', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'AuthBytes', -1)
+    if need_at(p, 8, L, up, b'SessionLifetimeMs', -1): return FAILED
     v6 = rd64(c, p + 0)
     p += 8
     d = {"ErrorCode": v1, "ErrorMessage": v2, "AuthBytes": v4, "SessionLifetimeMs": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w1}
 RESPONSE = {0: _w2, 1: _w3, 2: _w4}
-BUILD_HASH = 'f8c0c5e430df312f'
+BUILD_HASH = '250df9e9801587ef'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,35 +18,41 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'RequestData', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'RequestData', -1)
+        if need_len(p, n2, L, up, b'RequestData', -1): return FAILED
         v1 = b[p:p + n2]; p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'RequestData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'RequestData', -1)
     p = uvar_at(c, p, L, &n4, up, b'RequestPrincipal', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'RequestPrincipal', -1)
+        if need_len(p, n4, L, up, b'RequestPrincipal', -1): return FAILED
         v3 = b[p:p + n4]; p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'RequestPrincipal', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'RequestPrincipal', -1)
     p = uvar_at(c, p, L, &n6, up, b'ClientHostAddress', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'ClientHostAddress', -1)
+        if need_len(p, n6, L, up, b'ClientHostAddress', -1): return FAILED
         v5 = b[p:p + n6]; p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'ClientHostAddress', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'ClientHostAddress', -1)
     d = {"RequestData": v1, "RequestPrincipal": v3, "ClientHostAddress": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -50,33 +61,41 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'ResponseData', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'ResponseData', -1)
+        if need_len(p, n2, L, up, b'ResponseData', -1): return FAILED
         v1 = b[p:p + n2]; p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'ResponseData', -1)
-    need_at(p, 2, L, up, b'ErrorCode', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'ResponseData', -1)
+    if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v3 = rd16(c, p + 0)
     p += 2
     d = {"ResponseData": v1, "ErrorCode": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = '62212e9d540c2372'
+BUILD_HASH = '12be43a21b1d3257'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -14,111 +19,126 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v6, v8, v10, v11, v14, v16, v18, v21, v22, d24, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'MemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'MemberEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'InstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'InstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'InstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'InstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'InstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'RackId', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'RackId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'RackId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'RackId', -1)
-    need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'RackId', -1)
+    if need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1): return FAILED
     v10 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n12, up, b'SubscribedTopicNames', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 1 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
+        if n12 * 1 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
         v11 = []
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'SubscribedTopicNames', i13)
+            if p < 0: return FAILED
             n15 -= 1
             if n15 >= 0:
-                need_len(p, n15, L, up, b'SubscribedTopicNames', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                if need_len(p, n15, L, up, b'SubscribedTopicNames', i13): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
+                return failed(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
             v11.append(v14)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', -1)
     p = uvar_at(c, p, L, &n17, up, b'ServerAssignor', -1)
+    if p < 0: return FAILED
     n17 -= 1
     if n17 >= 0:
-        need_len(p, n17, L, up, b'ServerAssignor', -1)
-        v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+        if need_len(p, n17, L, up, b'ServerAssignor', -1): return FAILED
+        v16 = utf8_text(<const char*>c + p, n17); p += n17
     elif n17 == -1:
         v16 = None
     else:
-        fail(NEGATIVE, n17, p, L, up, b'ServerAssignor', -1)
+        return failed(NEGATIVE, n17, p, L, up, b'ServerAssignor', -1)
     p = uvar_at(c, p, L, &n19, up, b'TopicPartitions', -1)
+    if p < 0: return FAILED
     n19 -= 1
     if n19 >= 0:
-        if n19 * 18 > L - p: fail(SHORT_COUNT, n19, p, L, up, b'TopicPartitions', -1)
+        if n19 * 18 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'TopicPartitions', -1)
         B.left -= n19
-        if B.left < 0: fail(OVER_BUDGET, n19, p, L, up, b'TopicPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'TopicPartitions', -1)
         v18 = []
         for i20 in range(n19):
-            need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i20)
+            if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i20): return FAILED
             v21 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n23, up, b'TopicPartitions[{}].Partitions', i20)
+            if p < 0: return FAILED
             n23 -= 1
             if n23 >= 0:
-                if n23 * 4 > L - p: fail(SHORT_COUNT, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
+                if n23 * 4 > L - p: return failed(SHORT_COUNT, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
                 B.left -= n23
-                if B.left < 0: fail(OVER_BUDGET, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
+                if B.left < 0: return failed(OVER_BUDGET, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
                 v22 = arr_fixed(c, p, L, n23, b'i'); p += n23 * 4
             elif n23 == -1:
                 v22 = None
             else:
-                fail(NEGATIVE, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
+                return failed(NEGATIVE, n23, p, L, up, b'TopicPartitions[{}].Partitions', i20)
             d24 = {"TopicId": v21, "Partitions": v22}
             p = uvar_at(c, p, L, &t, up, b'TopicPartitions', i20)
-            if t: p = tags_at(b, p, t, _T0, d24, B, up, b'TopicPartitions', i20)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d24, B, up, b'TopicPartitions', i20)
+                if p < 0: return FAILED
             v18.append(d24)
     elif n19 == -1:
         v18 = None
     else:
-        fail(NEGATIVE, n19, p, L, up, b'TopicPartitions', -1)
+        return failed(NEGATIVE, n19, p, L, up, b'TopicPartitions', -1)
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "ServerAssignor": v16, "TopicPartitions": v18}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -128,120 +148,136 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v6, v8, v10, v11, v14, v16, v18, v20, v23, v24, d26, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'MemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'MemberEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'InstanceId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'InstanceId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'InstanceId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'InstanceId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'InstanceId', -1)
     p = uvar_at(c, p, L, &n9, up, b'RackId', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        need_len(p, n9, L, up, b'RackId', -1)
-        v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+        if need_len(p, n9, L, up, b'RackId', -1): return FAILED
+        v8 = utf8_text(<const char*>c + p, n9); p += n9
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'RackId', -1)
-    need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'RackId', -1)
+    if need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1): return FAILED
     v10 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n12, up, b'SubscribedTopicNames', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 1 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
+        if n12 * 1 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
         v11 = []
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'SubscribedTopicNames', i13)
+            if p < 0: return FAILED
             n15 -= 1
             if n15 >= 0:
-                need_len(p, n15, L, up, b'SubscribedTopicNames', i13)
-                v14 = b[p:p + n15].decode('utf-8', 'backslashreplace'); p += n15
+                if need_len(p, n15, L, up, b'SubscribedTopicNames', i13): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
-                fail(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
+                return failed(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
             v11.append(v14)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', -1)
     p = uvar_at(c, p, L, &n17, up, b'SubscribedTopicRegex', -1)
+    if p < 0: return FAILED
     n17 -= 1
     if n17 >= 0:
-        need_len(p, n17, L, up, b'SubscribedTopicRegex', -1)
-        v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+        if need_len(p, n17, L, up, b'SubscribedTopicRegex', -1): return FAILED
+        v16 = utf8_text(<const char*>c + p, n17); p += n17
     elif n17 == -1:
         v16 = None
     else:
-        fail(NEGATIVE, n17, p, L, up, b'SubscribedTopicRegex', -1)
+        return failed(NEGATIVE, n17, p, L, up, b'SubscribedTopicRegex', -1)
     p = uvar_at(c, p, L, &n19, up, b'ServerAssignor', -1)
+    if p < 0: return FAILED
     n19 -= 1
     if n19 >= 0:
-        need_len(p, n19, L, up, b'ServerAssignor', -1)
-        v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+        if need_len(p, n19, L, up, b'ServerAssignor', -1): return FAILED
+        v18 = utf8_text(<const char*>c + p, n19); p += n19
     elif n19 == -1:
         v18 = None
     else:
-        fail(NEGATIVE, n19, p, L, up, b'ServerAssignor', -1)
+        return failed(NEGATIVE, n19, p, L, up, b'ServerAssignor', -1)
     p = uvar_at(c, p, L, &n21, up, b'TopicPartitions', -1)
+    if p < 0: return FAILED
     n21 -= 1
     if n21 >= 0:
-        if n21 * 18 > L - p: fail(SHORT_COUNT, n21, p, L, up, b'TopicPartitions', -1)
+        if n21 * 18 > L - p: return failed(SHORT_COUNT, n21, p, L, up, b'TopicPartitions', -1)
         B.left -= n21
-        if B.left < 0: fail(OVER_BUDGET, n21, p, L, up, b'TopicPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n21, p, L, up, b'TopicPartitions', -1)
         v20 = []
         for i22 in range(n21):
-            need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i22)
+            if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i22): return FAILED
             v23 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n25, up, b'TopicPartitions[{}].Partitions', i22)
+            if p < 0: return FAILED
             n25 -= 1
             if n25 >= 0:
-                if n25 * 4 > L - p: fail(SHORT_COUNT, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
+                if n25 * 4 > L - p: return failed(SHORT_COUNT, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
                 B.left -= n25
-                if B.left < 0: fail(OVER_BUDGET, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
+                if B.left < 0: return failed(OVER_BUDGET, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
                 v24 = arr_fixed(c, p, L, n25, b'i'); p += n25 * 4
             elif n25 == -1:
                 v24 = None
             else:
-                fail(NEGATIVE, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
+                return failed(NEGATIVE, n25, p, L, up, b'TopicPartitions[{}].Partitions', i22)
             d26 = {"TopicId": v23, "Partitions": v24}
             p = uvar_at(c, p, L, &t, up, b'TopicPartitions', i22)
-            if t: p = tags_at(b, p, t, _T0, d26, B, up, b'TopicPartitions', i22)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d26, B, up, b'TopicPartitions', i22)
+                if p < 0: return FAILED
             v20.append(d26)
     elif n21 == -1:
         v20 = None
     else:
-        fail(NEGATIVE, n21, p, L, up, b'TopicPartitions', -1)
+        return failed(NEGATIVE, n21, p, L, up, b'TopicPartitions', -1)
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "InstanceId": v6, "RackId": v8, "RebalanceTimeoutMs": v10, "SubscribedTopicNames": v11, "SubscribedTopicRegex": v16, "ServerAssignor": v18, "TopicPartitions": v20}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -251,38 +287,46 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v5, d7, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TopicPartitions', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 18 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
+        if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3)
+            if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n6, up, b'TopicPartitions[{}].Partitions', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                if n6 * 4 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                if n6 * 4 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
                 B.left -= n6
-                if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
                 v5 = arr_fixed(c, p, L, n6, b'i'); p += n6 * 4
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
             d7 = {"TopicId": v4, "Partitions": v5}
             p = uvar_at(c, p, L, &t, up, b'TopicPartitions', i3)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
+                if p < 0: return FAILED
             v1.append(d7)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TopicPartitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TopicPartitions', -1)
     d = {"TopicPartitions": v1}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -292,58 +336,70 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v2, v3, v5, v7, v8, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 8, L, up, b'MemberEpoch+HeartbeatIntervalMs', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 8, L, up, b'MemberEpoch+HeartbeatIntervalMs', -1): return FAILED
     v7 = rd32(c, p + 0)
     v8 = rd32(c, p + 4)
     p += 8
-    need_at(p, 1, L, up, b'Assignment', -1)
+    if need_at(p, 1, L, up, b'Assignment', -1): return FAILED
     m10 = rd8(c, p); p += 1
     if m10 < 0:
         v9 = None
     else:
         w.name = b'Assignment'; w.index = -1; v9 = _f2(b, c, L, &p, B, &w)
+        if v9 is FAILED: return FAILED
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1}
 RESPONSE = {0: _w3, 1: _w3}
-BUILD_HASH = 'f9578f5f4574dabc'
+BUILD_HASH = '8a45fc5d0b31a98c'

@@ -2,22 +2,30 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long t
     cdef object v1, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'ClientInstanceId', -1)
+    if need_at(p, 16, L, up, b'ClientInstanceId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     d = {"ClientInstanceId": v1}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -26,66 +34,76 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i12
     cdef object v1, v2, v3, v4, v5, v7, v8, v9, v10, v13, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 26, L, up, b'ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', -1)
+    if need_at(p, 26, L, up, b'ThrottleTimeMs+ErrorCode+ClientInstanceId+SubscriptionId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     v3 = _rt.uuid(b[p + 6:p + 6 + 16])
     v4 = rd32(c, p + 22)
     p += 26
     p = uvar_at(c, p, L, &n6, up, b'AcceptedCompressionTypes', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 1 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'AcceptedCompressionTypes', -1)
+        if n6 * 1 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'AcceptedCompressionTypes', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'AcceptedCompressionTypes', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'AcceptedCompressionTypes', -1)
         v5 = arr_fixed(c, p, L, n6, b'b'); p += n6 * 1
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'AcceptedCompressionTypes', -1)
-    need_at(p, 9, L, up, b'PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'AcceptedCompressionTypes', -1)
+    if need_at(p, 9, L, up, b'PushIntervalMs+TelemetryMaxBytes+DeltaTemporality', -1): return FAILED
     v7 = rd32(c, p + 0)
     v8 = rd32(c, p + 4)
     v9 = (c[p + 8] != 0)
     p += 9
     p = uvar_at(c, p, L, &n11, up, b'RequestedMetrics', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        if n11 * 1 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'RequestedMetrics', -1)
+        if n11 * 1 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'RequestedMetrics', -1)
         B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'RequestedMetrics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'RequestedMetrics', -1)
         v10 = []
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'RequestedMetrics', i12)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'RequestedMetrics', i12)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'RequestedMetrics', i12): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'RequestedMetrics', i12)
+                return failed(NEGATIVE, n14, p, L, up, b'RequestedMetrics', i12)
             v10.append(v13)
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'RequestedMetrics', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'RequestedMetrics', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ClientInstanceId": v3, "SubscriptionId": v4, "AcceptedCompressionTypes": v5, "PushIntervalMs": v7, "TelemetryMaxBytes": v8, "DeltaTemporality": v9, "RequestedMetrics": v10}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = '44d9a70b0b8d9682'
+BUILD_HASH = 'e454dd9542e18669'

@@ -2,34 +2,43 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n6, t
     cdef object v1, v2, v3, v4, v5, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 22, L, up, b'ClientInstanceId+SubscriptionId+Terminating+CompressionType', -1)
+    if need_at(p, 22, L, up, b'ClientInstanceId+SubscriptionId+Terminating+CompressionType', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     v2 = rd32(c, p + 16)
     v3 = (c[p + 20] != 0)
     v4 = rd8(c, p + 21)
     p += 22
     p = uvar_at(c, p, L, &n6, up, b'Metrics', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'Metrics', -1)
+        if need_len(p, n6, L, up, b'Metrics', -1): return FAILED
         v5 = b[p:p + n6]; p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Metrics', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Metrics', -1)
     d = {"ClientInstanceId": v1, "SubscriptionId": v2, "Terminating": v3, "CompressionType": v4, "Metrics": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -37,26 +46,33 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = '62033d09794a7920'
+BUILD_HASH = '2bdd9d393a0dca46'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -14,60 +19,68 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v5, v6, v8, v11, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'MemberEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'MemberEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'RackId', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'RackId', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'RackId', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'RackId', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'RackId', -1)
     p = uvar_at(c, p, L, &n9, up, b'SubscribedTopicNames', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 1 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'SubscribedTopicNames', -1)
+        if n9 * 1 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'SubscribedTopicNames', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'SubscribedTopicNames', -1)
         v8 = []
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'SubscribedTopicNames', i10)
+            if p < 0: return FAILED
             n12 -= 1
             if n12 >= 0:
-                need_len(p, n12, L, up, b'SubscribedTopicNames', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'SubscribedTopicNames', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', i10)
             v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'SubscribedTopicNames', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'SubscribedTopicNames', -1)
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "RackId": v6, "SubscribedTopicNames": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -77,38 +90,46 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v4, v5, d7, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'TopicPartitions', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        if n2 * 18 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
+        if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3)
+            if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
             p = uvar_at(c, p, L, &n6, up, b'TopicPartitions[{}].Partitions', i3)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                if n6 * 4 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                if n6 * 4 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
                 B.left -= n6
-                if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
                 v5 = arr_fixed(c, p, L, n6, b'i'); p += n6 * 4
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
+                return failed(NEGATIVE, n6, p, L, up, b'TopicPartitions[{}].Partitions', i3)
             d7 = {"TopicId": v4, "Partitions": v5}
             p = uvar_at(c, p, L, &t, up, b'TopicPartitions', i3)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
+                if p < 0: return FAILED
             v1.append(d7)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'TopicPartitions', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'TopicPartitions', -1)
     d = {"TopicPartitions": v1}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -118,54 +139,64 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v2, v3, v5, v7, v8, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 8, L, up, b'MemberEpoch+HeartbeatIntervalMs', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 8, L, up, b'MemberEpoch+HeartbeatIntervalMs', -1): return FAILED
     v7 = rd32(c, p + 0)
     v8 = rd32(c, p + 4)
     p += 8
-    need_at(p, 1, L, up, b'Assignment', -1)
+    if need_at(p, 1, L, up, b'Assignment', -1): return FAILED
     m10 = rd8(c, p); p += 1
     if m10 < 0:
         v9 = None
     else:
         w.name = b'Assignment'; w.index = -1; v9 = _f1(b, c, L, &p, B, &w)
+        if v9 is FAILED: return FAILED
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w2, 1: _w2}
-BUILD_HASH = '32b824b7fc5ebea3'
+BUILD_HASH = '7929e9d8eeac342c'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,44 +18,52 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5
     cdef object v1, v2, v3, v6, v7, v8, d10, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'PartitionIndex+PartitionMaxBytes', -1)
+    if need_at(p, 8, L, up, b'PartitionIndex+PartitionMaxBytes', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     p += 8
     p = uvar_at(c, p, L, &n4, up, b'AcknowledgementBatches', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 18 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'AcknowledgementBatches', -1)
+        if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'AcknowledgementBatches', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'AcknowledgementBatches', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i5)
+            if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i5): return FAILED
             v6 = rd64(c, p + 0)
             v7 = rd64(c, p + 8)
             p += 16
             p = uvar_at(c, p, L, &n9, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                if n9 * 1 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
+                if n9 * 1 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
                 B.left -= n9
-                if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
+                if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
                 v8 = arr_fixed(c, p, L, n9, b'b'); p += n9 * 1
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i5)
             d10 = {"FirstOffset": v6, "LastOffset": v7, "AcknowledgeTypes": v8}
             p = uvar_at(c, p, L, &t, up, b'AcknowledgementBatches', i5)
-            if t: p = tags_at(b, p, t, _T0, d10, B, up, b'AcknowledgementBatches', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d10, B, up, b'AcknowledgementBatches', i5)
+                if p < 0: return FAILED
             v3.append(d10)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'AcknowledgementBatches', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'AcknowledgementBatches', -1)
     d = {"PartitionIndex": v1, "PartitionMaxBytes": v2, "AcknowledgementBatches": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -58,110 +71,129 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 10 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 10 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f0(b, c, L, &p, B, &w))
+            v5 = _f0(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n2, n4, n10, n13, n17, t
+    cdef long long n2, n4, n10, n14, n18, t
     cdef Where w
-    cdef Py_ssize_t i11, i14
-    cdef object v1, v3, v5, v6, v7, v8, v9, v12, v15, v16, d18, d
+    cdef Py_ssize_t i11, i15
+    cdef object v1, v3, v5, v6, v7, v8, v9, v12, v13, v16, v17, d19, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 16, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 16, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes', -1): return FAILED
     v5 = rd32(c, p + 0)
     v6 = rd32(c, p + 4)
     v7 = rd32(c, p + 8)
     v8 = rd32(c, p + 12)
     p += 16
     p = uvar_at(c, p, L, &n10, up, b'Topics', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        if n10 * 18 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
+        if n10 * 18 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
         v9 = []
         for i11 in range(n10):
             w.name = b'Topics'; w.index = i11
-            v9.append(_f1(b, c, L, &p, B, &w))
+            v12 = _f1(b, c, L, &p, B, &w)
+            if v12 is FAILED: return FAILED
+            v9.append(v12)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n13, up, b'ForgottenTopicsData', -1)
-    n13 -= 1
-    if n13 >= 0:
-        if n13 * 18 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n13
-        if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
-        for i14 in range(n13):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i14)
-            v15 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n10, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n14, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n14 -= 1
+    if n14 >= 0:
+        if n14 * 18 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n14
+        if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'ForgottenTopicsData', -1)
+        v13 = []
+        for i15 in range(n14):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i15): return FAILED
+            v16 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n17, up, b'ForgottenTopicsData[{}].Partitions', i14)
-            n17 -= 1
-            if n17 >= 0:
-                if n17 * 4 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
-                B.left -= n17
-                if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
-                v16 = arr_fixed(c, p, L, n17, b'i'); p += n17 * 4
-            elif n17 == -1:
-                v16 = None
+            p = uvar_at(c, p, L, &n18, up, b'ForgottenTopicsData[{}].Partitions', i15)
+            if p < 0: return FAILED
+            n18 -= 1
+            if n18 >= 0:
+                if n18 * 4 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i15)
+                B.left -= n18
+                if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i15)
+                v17 = arr_fixed(c, p, L, n18, b'i'); p += n18 * 4
+            elif n18 == -1:
+                v17 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
-            d18 = {"TopicId": v15, "Partitions": v16}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i14)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'ForgottenTopicsData', i14)
-            v12.append(d18)
-    elif n13 == -1:
-        v12 = None
+                return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i15)
+            d19 = {"TopicId": v16, "Partitions": v17}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i15)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'ForgottenTopicsData', i15)
+                if p < 0: return FAILED
+            v13.append(d19)
+    elif n14 == -1:
+        v13 = None
     else:
-        fail(NEGATIVE, n13, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "Topics": v9, "ForgottenTopicsData": v12}
+        return failed(NEGATIVE, n14, p, L, up, b'ForgottenTopicsData', -1)
+    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "Topics": v9, "ForgottenTopicsData": v13}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -170,43 +202,51 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'PartitionIndex', -1)
+    if need_at(p, 4, L, up, b'PartitionIndex', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'AcknowledgementBatches', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4)
+            if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4): return FAILED
             v5 = rd64(c, p + 0)
             v6 = rd64(c, p + 8)
             p += 16
             p = uvar_at(c, p, L, &n8, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+            if p < 0: return FAILED
             n8 -= 1
             if n8 >= 0:
-                if n8 * 1 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                if n8 * 1 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
                 B.left -= n8
-                if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
                 v7 = arr_fixed(c, p, L, n8, b'b'); p += n8 * 1
             elif n8 == -1:
                 v7 = None
             else:
-                fail(NEGATIVE, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                return failed(NEGATIVE, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
             d9 = {"FirstOffset": v5, "LastOffset": v6, "AcknowledgeTypes": v7}
             p = uvar_at(c, p, L, &t, up, b'AcknowledgementBatches', i4)
-            if t: p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
+                if p < 0: return FAILED
             v2.append(d9)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'AcknowledgementBatches', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'AcknowledgementBatches', -1)
     d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -214,58 +254,66 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f3(b, c, L, &p, B, &w))
+            v5 = _f3(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n2, n4, n12, n15, n19, t
+    cdef long long n2, n4, n12, n16, n20, t
     cdef Where w
-    cdef Py_ssize_t i13, i16
-    cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v14, v17, v18, d20, d
+    cdef Py_ssize_t i13, i17
+    cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v14, v15, v18, v19, d21, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 24, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 24, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize', -1): return FAILED
     v5 = rd32(c, p + 0)
     v6 = rd32(c, p + 4)
     v7 = rd32(c, p + 8)
@@ -274,81 +322,94 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v10 = rd32(c, p + 20)
     p += 24
     p = uvar_at(c, p, L, &n12, up, b'Topics', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 18 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Topics', -1)
+        if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Topics', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Topics', -1)
         v11 = []
         for i13 in range(n12):
             w.name = b'Topics'; w.index = i13
-            v11.append(_f4(b, c, L, &p, B, &w))
+            v14 = _f4(b, c, L, &p, B, &w)
+            if v14 is FAILED: return FAILED
+            v11.append(v14)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n15, up, b'ForgottenTopicsData', -1)
-    n15 -= 1
-    if n15 >= 0:
-        if n15 * 18 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n15
-        if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'ForgottenTopicsData', -1)
-        v14 = []
-        for i16 in range(n15):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i16)
-            v17 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n12, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n16 -= 1
+    if n16 >= 0:
+        if n16 * 18 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n16
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData', -1)
+        v15 = []
+        for i17 in range(n16):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i17): return FAILED
+            v18 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n19, up, b'ForgottenTopicsData[{}].Partitions', i16)
-            n19 -= 1
-            if n19 >= 0:
-                if n19 * 4 > L - p: fail(SHORT_COUNT, n19, p, L, up, b'ForgottenTopicsData[{}].Partitions', i16)
-                B.left -= n19
-                if B.left < 0: fail(OVER_BUDGET, n19, p, L, up, b'ForgottenTopicsData[{}].Partitions', i16)
-                v18 = arr_fixed(c, p, L, n19, b'i'); p += n19 * 4
-            elif n19 == -1:
-                v18 = None
+            p = uvar_at(c, p, L, &n20, up, b'ForgottenTopicsData[{}].Partitions', i17)
+            if p < 0: return FAILED
+            n20 -= 1
+            if n20 >= 0:
+                if n20 * 4 > L - p: return failed(SHORT_COUNT, n20, p, L, up, b'ForgottenTopicsData[{}].Partitions', i17)
+                B.left -= n20
+                if B.left < 0: return failed(OVER_BUDGET, n20, p, L, up, b'ForgottenTopicsData[{}].Partitions', i17)
+                v19 = arr_fixed(c, p, L, n20, b'i'); p += n20 * 4
+            elif n20 == -1:
+                v19 = None
             else:
-                fail(NEGATIVE, n19, p, L, up, b'ForgottenTopicsData[{}].Partitions', i16)
-            d20 = {"TopicId": v17, "Partitions": v18}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i16)
-            if t: p = tags_at(b, p, t, _T0, d20, B, up, b'ForgottenTopicsData', i16)
-            v14.append(d20)
-    elif n15 == -1:
-        v14 = None
+                return failed(NEGATIVE, n20, p, L, up, b'ForgottenTopicsData[{}].Partitions', i17)
+            d21 = {"TopicId": v18, "Partitions": v19}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i17)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d21, B, up, b'ForgottenTopicsData', i17)
+                if p < 0: return FAILED
+            v15.append(d21)
+    elif n16 == -1:
+        v15 = None
     else:
-        fail(NEGATIVE, n15, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "Topics": v11, "ForgottenTopicsData": v14}
+        return failed(NEGATIVE, n16, p, L, up, b'ForgottenTopicsData', -1)
+    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "Topics": v11, "ForgottenTopicsData": v15}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n2, n4, n14, n17, n21, t
+    cdef long long n2, n4, n14, n18, n22, t
     cdef Where w
-    cdef Py_ssize_t i15, i18
-    cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v16, v19, v20, d22, d
+    cdef Py_ssize_t i15, i19
+    cdef object v1, v3, v5, v6, v7, v8, v9, v10, v11, v12, v13, v16, v17, v20, v21, d23, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 26, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 26, L, up, b'ShareSessionEpoch+MaxWaitMs+MinBytes+MaxBytes+MaxRecords+BatchSize+ShareAcquireMode+IsRenewAck', -1): return FAILED
     v5 = rd32(c, p + 0)
     v6 = rd32(c, p + 4)
     v7 = rd32(c, p + 8)
@@ -359,52 +420,63 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v12 = (c[p + 25] != 0)
     p += 26
     p = uvar_at(c, p, L, &n14, up, b'Topics', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        if n14 * 18 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'Topics', -1)
+        if n14 * 18 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Topics', -1)
         B.left -= n14
-        if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Topics', -1)
         v13 = []
         for i15 in range(n14):
             w.name = b'Topics'; w.index = i15
-            v13.append(_f4(b, c, L, &p, B, &w))
+            v16 = _f4(b, c, L, &p, B, &w)
+            if v16 is FAILED: return FAILED
+            v13.append(v16)
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'Topics', -1)
-    p = uvar_at(c, p, L, &n17, up, b'ForgottenTopicsData', -1)
-    n17 -= 1
-    if n17 >= 0:
-        if n17 * 18 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'ForgottenTopicsData', -1)
-        B.left -= n17
-        if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'ForgottenTopicsData', -1)
-        v16 = []
-        for i18 in range(n17):
-            need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i18)
-            v19 = _rt.uuid(b[p + 0:p + 0 + 16])
+        return failed(NEGATIVE, n14, p, L, up, b'Topics', -1)
+    p = uvar_at(c, p, L, &n18, up, b'ForgottenTopicsData', -1)
+    if p < 0: return FAILED
+    n18 -= 1
+    if n18 >= 0:
+        if n18 * 18 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData', -1)
+        B.left -= n18
+        if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData', -1)
+        v17 = []
+        for i19 in range(n18):
+            if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i19): return FAILED
+            v20 = _rt.uuid(b[p + 0:p + 0 + 16])
             p += 16
-            p = uvar_at(c, p, L, &n21, up, b'ForgottenTopicsData[{}].Partitions', i18)
-            n21 -= 1
-            if n21 >= 0:
-                if n21 * 4 > L - p: fail(SHORT_COUNT, n21, p, L, up, b'ForgottenTopicsData[{}].Partitions', i18)
-                B.left -= n21
-                if B.left < 0: fail(OVER_BUDGET, n21, p, L, up, b'ForgottenTopicsData[{}].Partitions', i18)
-                v20 = arr_fixed(c, p, L, n21, b'i'); p += n21 * 4
-            elif n21 == -1:
-                v20 = None
+            p = uvar_at(c, p, L, &n22, up, b'ForgottenTopicsData[{}].Partitions', i19)
+            if p < 0: return FAILED
+            n22 -= 1
+            if n22 >= 0:
+                if n22 * 4 > L - p: return failed(SHORT_COUNT, n22, p, L, up, b'ForgottenTopicsData[{}].Partitions', i19)
+                B.left -= n22
+                if B.left < 0: return failed(OVER_BUDGET, n22, p, L, up, b'ForgottenTopicsData[{}].Partitions', i19)
+                v21 = arr_fixed(c, p, L, n22, b'i'); p += n22 * 4
+            elif n22 == -1:
+                v21 = None
             else:
-                fail(NEGATIVE, n21, p, L, up, b'ForgottenTopicsData[{}].Partitions', i18)
-            d22 = {"TopicId": v19, "Partitions": v20}
-            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i18)
-            if t: p = tags_at(b, p, t, _T0, d22, B, up, b'ForgottenTopicsData', i18)
-            v16.append(d22)
-    elif n17 == -1:
-        v16 = None
+                return failed(NEGATIVE, n22, p, L, up, b'ForgottenTopicsData[{}].Partitions', i19)
+            d23 = {"TopicId": v20, "Partitions": v21}
+            p = uvar_at(c, p, L, &t, up, b'ForgottenTopicsData', i19)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d23, B, up, b'ForgottenTopicsData', i19)
+                if p < 0: return FAILED
+            v17.append(d23)
+    elif n18 == -1:
+        v17 = None
     else:
-        fail(NEGATIVE, n17, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "ShareAcquireMode": v11, "IsRenewAck": v12, "Topics": v13, "ForgottenTopicsData": v16}
+        return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData', -1)
+    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "MaxRecords": v9, "BatchSize": v10, "ShareAcquireMode": v11, "IsRenewAck": v12, "Topics": v13, "ForgottenTopicsData": v17}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -412,13 +484,16 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1)
+    if need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -429,65 +504,78 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v2, v3, v5, v6, v8, v9, v11, v14, v15, v16, d17, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'PartitionIndex+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'PartitionIndex+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 2, L, up, b'AcknowledgeErrorCode', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 2, L, up, b'AcknowledgeErrorCode', -1): return FAILED
     v5 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n7, up, b'AcknowledgeErrorMessage', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        need_len(p, n7, L, up, b'AcknowledgeErrorMessage', -1)
-        v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+        if need_len(p, n7, L, up, b'AcknowledgeErrorMessage', -1): return FAILED
+        v6 = utf8_text(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'AcknowledgeErrorMessage', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'AcknowledgeErrorMessage', -1)
     w.name = b'CurrentLeader'; w.index = -1; v8 = _f7(b, c, L, &p, B, &w)
+    if v8 is FAILED: return FAILED
     p = uvar_at(c, p, L, &n10, up, b'Records', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        need_len(p, n10, L, up, b'Records', -1)
-        v9 = records_at(b, p, n10, B, up, b'Records', -1); p += n10
+        if need_len(p, n10, L, up, b'Records', -1): return FAILED
+        v9 = records_at(b, p, n10, B, up, b'Records', -1)
+        if v9 is FAILED: return FAILED
+        p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'Records', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'Records', -1)
     p = uvar_at(c, p, L, &n12, up, b'AcquiredRecords', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 19 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'AcquiredRecords', -1)
+        if n12 * 19 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'AcquiredRecords', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'AcquiredRecords', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'AcquiredRecords', -1)
         v11 = []
         for i13 in range(n12):
-            need_at(p, 18, L, up, b'AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', i13)
+            if need_at(p, 18, L, up, b'AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', i13): return FAILED
             v14 = rd64(c, p + 0)
             v15 = rd64(c, p + 8)
             v16 = rd16(c, p + 16)
             p += 18
             d17 = {"FirstOffset": v14, "LastOffset": v15, "DeliveryCount": v16}
             p = uvar_at(c, p, L, &t, up, b'AcquiredRecords', i13)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'AcquiredRecords', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'AcquiredRecords', i13)
+                if p < 0: return FAILED
             v11.append(d17)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'AcquiredRecords', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'AcquiredRecords', -1)
     d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcknowledgeErrorCode": v5, "AcknowledgeErrorMessage": v6, "CurrentLeader": v8, "Records": v9, "AcquiredRecords": v11}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -495,217 +583,259 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 22 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 22 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f8(b, c, L, &p, B, &w))
+            v5 = _f8(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n4, n6, n9, n13, n16, t
+    cdef long long n4, n6, n10, n14, n17, t
     cdef Where w
-    cdef Py_ssize_t i7, i10
-    cdef object v1, v2, v3, v5, v8, v11, v12, v14, v15, d17, d
+    cdef Py_ssize_t i7, i11
+    cdef object v1, v2, v3, v5, v8, v9, v12, v13, v15, v16, d18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'Responses', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 18 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
+        if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'Responses'; w.index = i7
-            v5.append(_f9(b, c, L, &p, B, &w))
+            v8 = _f9(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Responses', -1)
-    p = uvar_at(c, p, L, &n9, up, b'NodeEndpoints', -1)
-    n9 -= 1
-    if n9 >= 0:
-        if n9 * 11 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'NodeEndpoints', -1)
-        B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'NodeEndpoints', -1)
-        v8 = []
-        for i10 in range(n9):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i10)
-            v11 = rd32(c, p + 0)
-            p += 4
-            p = uvar_at(c, p, L, &n13, up, b'NodeEndpoints[{}].Host', i10)
-            n13 -= 1
-            if n13 >= 0:
-                need_len(p, n13, L, up, b'NodeEndpoints[{}].Host', i10)
-                v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
-            elif n13 == -1:
-                v12 = None
-            else:
-                fail(NEGATIVE, n13, p, L, up, b'NodeEndpoints[{}].Host', i10)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i10)
-            v14 = rd32(c, p + 0)
-            p += 4
-            p = uvar_at(c, p, L, &n16, up, b'NodeEndpoints[{}].Rack', i10)
-            n16 -= 1
-            if n16 >= 0:
-                need_len(p, n16, L, up, b'NodeEndpoints[{}].Rack', i10)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-            elif n16 == -1:
-                v15 = None
-            else:
-                fail(NEGATIVE, n16, p, L, up, b'NodeEndpoints[{}].Rack', i10)
-            d17 = {"NodeId": v11, "Host": v12, "Port": v14, "Rack": v15}
-            p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i10)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'NodeEndpoints', i10)
-            v8.append(d17)
-    elif n9 == -1:
-        v8 = None
-    else:
-        fail(NEGATIVE, n9, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v8}
-    p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
-    pp[0] = p
-    return d
-
-cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n4, n7, n10, n14, n17, t
-    cdef Where w
-    cdef Py_ssize_t i8, i11
-    cdef object v1, v2, v3, v5, v6, v9, v12, v13, v15, v16, d18, d
-    w.up = up
-    cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
-    v1 = rd32(c, p + 0)
-    v2 = rd16(c, p + 4)
-    p += 6
-    p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
-    n4 -= 1
-    if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
-    elif n4 == -1:
-        v3 = None
-    else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'AcquisitionLockTimeoutMs', -1)
-    v5 = rd32(c, p + 0)
-    p += 4
-    p = uvar_at(c, p, L, &n7, up, b'Responses', -1)
-    n7 -= 1
-    if n7 >= 0:
-        if n7 * 18 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
-        B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
-        v6 = []
-        for i8 in range(n7):
-            w.name = b'Responses'; w.index = i8
-            v6.append(_f9(b, c, L, &p, B, &w))
-    elif n7 == -1:
-        v6 = None
-    else:
-        fail(NEGATIVE, n7, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Responses', -1)
     p = uvar_at(c, p, L, &n10, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        if n10 * 11 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
+        if n10 * 11 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
         v9 = []
         for i11 in range(n10):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11): return FAILED
             v12 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n14, up, b'NodeEndpoints[{}].Host', i11)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'NodeEndpoints[{}].Host', i11)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'NodeEndpoints[{}].Host', i11): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'NodeEndpoints[{}].Host', i11)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i11)
+                return failed(NEGATIVE, n14, p, L, up, b'NodeEndpoints[{}].Host', i11)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i11): return FAILED
             v15 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n17, up, b'NodeEndpoints[{}].Rack', i11)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                need_len(p, n17, L, up, b'NodeEndpoints[{}].Rack', i11)
-                v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                if need_len(p, n17, L, up, b'NodeEndpoints[{}].Rack', i11): return FAILED
+                v16 = utf8_text(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'NodeEndpoints[{}].Rack', i11)
+                return failed(NEGATIVE, n17, p, L, up, b'NodeEndpoints[{}].Rack', i11)
             d18 = {"NodeId": v12, "Host": v13, "Port": v15, "Rack": v16}
             p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i11)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
+                if p < 0: return FAILED
             v9.append(d18)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v9}
+        return failed(NEGATIVE, n10, p, L, up, b'NodeEndpoints', -1)
+    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
+    pp[0] = p
+    return d
+
+cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
+    cdef long long n4, n7, n11, n15, n18, t
+    cdef Where w
+    cdef Py_ssize_t i8, i12
+    cdef object v1, v2, v3, v5, v6, v9, v10, v13, v14, v16, v17, d19, d
+    w.up = up
+    cdef Py_ssize_t p = pp[0]
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
+    v1 = rd32(c, p + 0)
+    v2 = rd16(c, p + 4)
+    p += 6
+    p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
+    n4 -= 1
+    if n4 >= 0:
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
+    elif n4 == -1:
+        v3 = None
+    else:
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'AcquisitionLockTimeoutMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
+    p += 4
+    p = uvar_at(c, p, L, &n7, up, b'Responses', -1)
+    if p < 0: return FAILED
+    n7 -= 1
+    if n7 >= 0:
+        if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
+        B.left -= n7
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
+        v6 = []
+        for i8 in range(n7):
+            w.name = b'Responses'; w.index = i8
+            v9 = _f9(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
+    elif n7 == -1:
+        v6 = None
+    else:
+        return failed(NEGATIVE, n7, p, L, up, b'Responses', -1)
+    p = uvar_at(c, p, L, &n11, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
+    n11 -= 1
+    if n11 >= 0:
+        if n11 * 11 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'NodeEndpoints', -1)
+        B.left -= n11
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'NodeEndpoints', -1)
+        v10 = []
+        for i12 in range(n11):
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i12): return FAILED
+            v13 = rd32(c, p + 0)
+            p += 4
+            p = uvar_at(c, p, L, &n15, up, b'NodeEndpoints[{}].Host', i12)
+            if p < 0: return FAILED
+            n15 -= 1
+            if n15 >= 0:
+                if need_len(p, n15, L, up, b'NodeEndpoints[{}].Host', i12): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
+            elif n15 == -1:
+                v14 = None
+            else:
+                return failed(NEGATIVE, n15, p, L, up, b'NodeEndpoints[{}].Host', i12)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i12): return FAILED
+            v16 = rd32(c, p + 0)
+            p += 4
+            p = uvar_at(c, p, L, &n18, up, b'NodeEndpoints[{}].Rack', i12)
+            if p < 0: return FAILED
+            n18 -= 1
+            if n18 >= 0:
+                if need_len(p, n18, L, up, b'NodeEndpoints[{}].Rack', i12): return FAILED
+                v17 = utf8_text(<const char*>c + p, n18); p += n18
+            elif n18 == -1:
+                v17 = None
+            else:
+                return failed(NEGATIVE, n18, p, L, up, b'NodeEndpoints[{}].Rack', i12)
+            d19 = {"NodeId": v13, "Host": v14, "Port": v16, "Rack": v17}
+            p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i12)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'NodeEndpoints', i12)
+                if p < 0: return FAILED
+            v10.append(d19)
+    elif n11 == -1:
+        v10 = None
+    else:
+        return failed(NEGATIVE, n11, p, L, up, b'NodeEndpoints', -1)
+    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
+    p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w5(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f5(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w10(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f10(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w11(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f11(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w5, 2: _w6}
 RESPONSE = {0: _w10, 1: _w11, 2: _w11}
-BUILD_HASH = '030b98052a576342'
+BUILD_HASH = '90ef98303747efc0'

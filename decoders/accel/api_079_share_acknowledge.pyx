@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,43 +18,51 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i4
     cdef object v1, v2, v5, v6, v7, d9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'PartitionIndex', -1)
+    if need_at(p, 4, L, up, b'PartitionIndex', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'AcknowledgementBatches', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 18 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
+        if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
         v2 = []
         for i4 in range(n3):
-            need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4)
+            if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4): return FAILED
             v5 = rd64(c, p + 0)
             v6 = rd64(c, p + 8)
             p += 16
             p = uvar_at(c, p, L, &n8, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+            if p < 0: return FAILED
             n8 -= 1
             if n8 >= 0:
-                if n8 * 1 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                if n8 * 1 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
                 B.left -= n8
-                if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
                 v7 = arr_fixed(c, p, L, n8, b'b'); p += n8 * 1
             elif n8 == -1:
                 v7 = None
             else:
-                fail(NEGATIVE, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
+                return failed(NEGATIVE, n8, p, L, up, b'AcknowledgementBatches[{}].AcknowledgeTypes', i4)
             d9 = {"FirstOffset": v5, "LastOffset": v6, "AcknowledgeTypes": v7}
             p = uvar_at(c, p, L, &t, up, b'AcknowledgementBatches', i4)
-            if t: p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
+                if p < 0: return FAILED
             v2.append(d9)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'AcknowledgementBatches', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'AcknowledgementBatches', -1)
     d = {"PartitionIndex": v1, "AcknowledgementBatches": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -57,29 +70,35 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 6 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f0(b, c, L, &p, B, &w))
+            v5 = _f0(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -87,47 +106,55 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n7, t
     cdef Where w
     cdef Py_ssize_t i8
-    cdef object v1, v3, v5, v6, d
+    cdef object v1, v3, v5, v6, v9, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 4, L, up, b'ShareSessionEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 4, L, up, b'ShareSessionEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n7, up, b'Topics', -1)
+    if p < 0: return FAILED
     n7 -= 1
     if n7 >= 0:
-        if n7 * 18 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
+        if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
         v6 = []
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
-            v6.append(_f1(b, c, L, &p, B, &w))
+            v9 = _f1(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "Topics": v6}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -135,48 +162,56 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n4, n8, t
     cdef Where w
     cdef Py_ssize_t i9
-    cdef object v1, v3, v5, v6, v7, d
+    cdef object v1, v3, v5, v6, v7, v10, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 5, L, up, b'ShareSessionEpoch+IsRenewAck', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 5, L, up, b'ShareSessionEpoch+IsRenewAck', -1): return FAILED
     v5 = rd32(c, p + 0)
     v6 = (c[p + 4] != 0)
     p += 5
     p = uvar_at(c, p, L, &n8, up, b'Topics', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        if n8 * 18 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
+        if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
         v7 = []
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
-            v7.append(_f1(b, c, L, &p, B, &w))
+            v10 = _f1(b, c, L, &p, B, &w)
+            if v10 is FAILED: return FAILED
+            v7.append(v10)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Topics', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Topics', -1)
     d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "IsRenewAck": v6, "Topics": v7}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -184,13 +219,16 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1)
+    if need_at(p, 8, L, up, b'LeaderId+LeaderEpoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd32(c, p + 4)
     p += 8
     d = {"LeaderId": v1, "LeaderEpoch": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -200,23 +238,28 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v2, v3, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'PartitionIndex+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'PartitionIndex+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     w.name = b'CurrentLeader'; w.index = -1; v5 = _f4(b, c, L, &p, B, &w)
+    if v5 is FAILED: return FAILED
     d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "CurrentLeader": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -224,213 +267,253 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 16, L, up, b'TopicId', -1)
+    if need_at(p, 16, L, up, b'TopicId', -1): return FAILED
     v1 = _rt.uuid(b[p + 0:p + 0 + 16])
     p += 16
     p = uvar_at(c, p, L, &n3, up, b'Partitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 17 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
+        if n3 * 17 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
-            v2.append(_f5(b, c, L, &p, B, &w))
+            v5 = _f5(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Partitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Partitions', -1)
     d = {"TopicId": v1, "Partitions": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n4, n6, n9, n13, n16, t
+    cdef long long n4, n6, n10, n14, n17, t
     cdef Where w
-    cdef Py_ssize_t i7, i10
-    cdef object v1, v2, v3, v5, v8, v11, v12, v14, v15, d17, d
+    cdef Py_ssize_t i7, i11
+    cdef object v1, v2, v3, v5, v8, v9, v12, v13, v15, v16, d18, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'Responses', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 18 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
+        if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
         v5 = []
         for i7 in range(n6):
             w.name = b'Responses'; w.index = i7
-            v5.append(_f6(b, c, L, &p, B, &w))
+            v8 = _f6(b, c, L, &p, B, &w)
+            if v8 is FAILED: return FAILED
+            v5.append(v8)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'Responses', -1)
-    p = uvar_at(c, p, L, &n9, up, b'NodeEndpoints', -1)
-    n9 -= 1
-    if n9 >= 0:
-        if n9 * 11 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'NodeEndpoints', -1)
-        B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'NodeEndpoints', -1)
-        v8 = []
-        for i10 in range(n9):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i10)
-            v11 = rd32(c, p + 0)
-            p += 4
-            p = uvar_at(c, p, L, &n13, up, b'NodeEndpoints[{}].Host', i10)
-            n13 -= 1
-            if n13 >= 0:
-                need_len(p, n13, L, up, b'NodeEndpoints[{}].Host', i10)
-                v12 = b[p:p + n13].decode('utf-8', 'backslashreplace'); p += n13
-            elif n13 == -1:
-                v12 = None
-            else:
-                fail(NEGATIVE, n13, p, L, up, b'NodeEndpoints[{}].Host', i10)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i10)
-            v14 = rd32(c, p + 0)
-            p += 4
-            p = uvar_at(c, p, L, &n16, up, b'NodeEndpoints[{}].Rack', i10)
-            n16 -= 1
-            if n16 >= 0:
-                need_len(p, n16, L, up, b'NodeEndpoints[{}].Rack', i10)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
-            elif n16 == -1:
-                v15 = None
-            else:
-                fail(NEGATIVE, n16, p, L, up, b'NodeEndpoints[{}].Rack', i10)
-            d17 = {"NodeId": v11, "Host": v12, "Port": v14, "Rack": v15}
-            p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i10)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'NodeEndpoints', i10)
-            v8.append(d17)
-    elif n9 == -1:
-        v8 = None
-    else:
-        fail(NEGATIVE, n9, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v8}
-    p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
-    pp[0] = p
-    return d
-
-cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n4, n7, n10, n14, n17, t
-    cdef Where w
-    cdef Py_ssize_t i8, i11
-    cdef object v1, v2, v3, v5, v6, v9, v12, v13, v15, v16, d18, d
-    w.up = up
-    cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
-    v1 = rd32(c, p + 0)
-    v2 = rd16(c, p + 4)
-    p += 6
-    p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
-    n4 -= 1
-    if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
-    elif n4 == -1:
-        v3 = None
-    else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
-    need_at(p, 4, L, up, b'AcquisitionLockTimeoutMs', -1)
-    v5 = rd32(c, p + 0)
-    p += 4
-    p = uvar_at(c, p, L, &n7, up, b'Responses', -1)
-    n7 -= 1
-    if n7 >= 0:
-        if n7 * 18 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
-        B.left -= n7
-        if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
-        v6 = []
-        for i8 in range(n7):
-            w.name = b'Responses'; w.index = i8
-            v6.append(_f6(b, c, L, &p, B, &w))
-    elif n7 == -1:
-        v6 = None
-    else:
-        fail(NEGATIVE, n7, p, L, up, b'Responses', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'Responses', -1)
     p = uvar_at(c, p, L, &n10, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        if n10 * 11 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
+        if n10 * 11 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
         v9 = []
         for i11 in range(n10):
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11): return FAILED
             v12 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n14, up, b'NodeEndpoints[{}].Host', i11)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'NodeEndpoints[{}].Host', i11)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'NodeEndpoints[{}].Host', i11): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'NodeEndpoints[{}].Host', i11)
-            need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i11)
+                return failed(NEGATIVE, n14, p, L, up, b'NodeEndpoints[{}].Host', i11)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i11): return FAILED
             v15 = rd32(c, p + 0)
             p += 4
             p = uvar_at(c, p, L, &n17, up, b'NodeEndpoints[{}].Rack', i11)
+            if p < 0: return FAILED
             n17 -= 1
             if n17 >= 0:
-                need_len(p, n17, L, up, b'NodeEndpoints[{}].Rack', i11)
-                v16 = b[p:p + n17].decode('utf-8', 'backslashreplace'); p += n17
+                if need_len(p, n17, L, up, b'NodeEndpoints[{}].Rack', i11): return FAILED
+                v16 = utf8_text(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
-                fail(NEGATIVE, n17, p, L, up, b'NodeEndpoints[{}].Rack', i11)
+                return failed(NEGATIVE, n17, p, L, up, b'NodeEndpoints[{}].Rack', i11)
             d18 = {"NodeId": v12, "Host": v13, "Port": v15, "Rack": v16}
             p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i11)
-            if t: p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
+                if p < 0: return FAILED
             v9.append(d18)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v9}
+        return failed(NEGATIVE, n10, p, L, up, b'NodeEndpoints', -1)
+    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "Responses": v5, "NodeEndpoints": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
+    pp[0] = p
+    return d
+
+cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
+    cdef long long n4, n7, n11, n15, n18, t
+    cdef Where w
+    cdef Py_ssize_t i8, i12
+    cdef object v1, v2, v3, v5, v6, v9, v10, v13, v14, v16, v17, d19, d
+    w.up = up
+    cdef Py_ssize_t p = pp[0]
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
+    v1 = rd32(c, p + 0)
+    v2 = rd16(c, p + 4)
+    p += 6
+    p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
+    n4 -= 1
+    if n4 >= 0:
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
+    elif n4 == -1:
+        v3 = None
+    else:
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+    if need_at(p, 4, L, up, b'AcquisitionLockTimeoutMs', -1): return FAILED
+    v5 = rd32(c, p + 0)
+    p += 4
+    p = uvar_at(c, p, L, &n7, up, b'Responses', -1)
+    if p < 0: return FAILED
+    n7 -= 1
+    if n7 >= 0:
+        if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
+        B.left -= n7
+        if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
+        v6 = []
+        for i8 in range(n7):
+            w.name = b'Responses'; w.index = i8
+            v9 = _f6(b, c, L, &p, B, &w)
+            if v9 is FAILED: return FAILED
+            v6.append(v9)
+    elif n7 == -1:
+        v6 = None
+    else:
+        return failed(NEGATIVE, n7, p, L, up, b'Responses', -1)
+    p = uvar_at(c, p, L, &n11, up, b'NodeEndpoints', -1)
+    if p < 0: return FAILED
+    n11 -= 1
+    if n11 >= 0:
+        if n11 * 11 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'NodeEndpoints', -1)
+        B.left -= n11
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'NodeEndpoints', -1)
+        v10 = []
+        for i12 in range(n11):
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i12): return FAILED
+            v13 = rd32(c, p + 0)
+            p += 4
+            p = uvar_at(c, p, L, &n15, up, b'NodeEndpoints[{}].Host', i12)
+            if p < 0: return FAILED
+            n15 -= 1
+            if n15 >= 0:
+                if need_len(p, n15, L, up, b'NodeEndpoints[{}].Host', i12): return FAILED
+                v14 = utf8_text(<const char*>c + p, n15); p += n15
+            elif n15 == -1:
+                v14 = None
+            else:
+                return failed(NEGATIVE, n15, p, L, up, b'NodeEndpoints[{}].Host', i12)
+            if need_at(p, 4, L, up, b'NodeEndpoints[{}].Port', i12): return FAILED
+            v16 = rd32(c, p + 0)
+            p += 4
+            p = uvar_at(c, p, L, &n18, up, b'NodeEndpoints[{}].Rack', i12)
+            if p < 0: return FAILED
+            n18 -= 1
+            if n18 >= 0:
+                if need_len(p, n18, L, up, b'NodeEndpoints[{}].Rack', i12): return FAILED
+                v17 = utf8_text(<const char*>c + p, n18); p += n18
+            elif n18 == -1:
+                v17 = None
+            else:
+                return failed(NEGATIVE, n18, p, L, up, b'NodeEndpoints[{}].Rack', i12)
+            d19 = {"NodeId": v13, "Host": v14, "Port": v16, "Rack": v17}
+            p = uvar_at(c, p, L, &t, up, b'NodeEndpoints', i12)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d19, B, up, b'NodeEndpoints', i12)
+                if p < 0: return FAILED
+            v10.append(d19)
+    elif n11 == -1:
+        v10 = None
+    else:
+        return failed(NEGATIVE, n11, p, L, up, b'NodeEndpoints', -1)
+    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
+    p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w8(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f8(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w2, 1: _w2, 2: _w3}
 RESPONSE = {0: _w7, 1: _w7, 2: _w8}
-BUILD_HASH = '4a043ca6e5965afe'
+BUILD_HASH = '01a3ec2d91ffc221'

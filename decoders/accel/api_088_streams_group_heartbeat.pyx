@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -14,220 +19,253 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, v4, v5, v8, v10, d12, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Name', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Name', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Name', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Name', -1)
-    need_at(p, 6, L, up, b'Partitions+ReplicationFactor', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Name', -1)
+    if need_at(p, 6, L, up, b'Partitions+ReplicationFactor', -1): return FAILED
     v3 = rd32(c, p + 0)
     v4 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n6, up, b'TopicConfigs', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        if n6 * 3 > L - p: fail(SHORT_COUNT, n6, p, L, up, b'TopicConfigs', -1)
+        if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicConfigs', -1)
         B.left -= n6
-        if B.left < 0: fail(OVER_BUDGET, n6, p, L, up, b'TopicConfigs', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicConfigs', -1)
         v5 = []
         for i7 in range(n6):
             p = uvar_at(c, p, L, &n9, up, b'TopicConfigs[{}].Key', i7)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'TopicConfigs[{}].Key', i7)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'TopicConfigs[{}].Key', i7): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'TopicConfigs[{}].Key', i7)
+                return failed(NEGATIVE, n9, p, L, up, b'TopicConfigs[{}].Key', i7)
             p = uvar_at(c, p, L, &n11, up, b'TopicConfigs[{}].Value', i7)
+            if p < 0: return FAILED
             n11 -= 1
             if n11 >= 0:
-                need_len(p, n11, L, up, b'TopicConfigs[{}].Value', i7)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'TopicConfigs[{}].Value', i7): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'TopicConfigs[{}].Value', i7)
+                return failed(NEGATIVE, n11, p, L, up, b'TopicConfigs[{}].Value', i7)
             d12 = {"Key": v8, "Value": v10}
             p = uvar_at(c, p, L, &t, up, b'TopicConfigs', i7)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'TopicConfigs', i7)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'TopicConfigs', i7)
+                if p < 0: return FAILED
             v5.append(d12)
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'TopicConfigs', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'TopicConfigs', -1)
     d = {"Name": v1, "Partitions": v3, "ReplicationFactor": v4, "TopicConfigs": v5}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
-    cdef long long n2, n4, n7, n9, n12, n14, n17, n20, n22, n25, n28, n30, n32, t
+    cdef long long n2, n4, n7, n9, n12, n14, n18, n21, n23, n27, n30, n32, n34, t
     cdef Where w
-    cdef Py_ssize_t i5, i10, i15, i18, i23, i26
-    cdef object v1, v3, v6, v8, v11, v13, v16, v19, v21, v24, v27, v29, v31, d33, d
+    cdef Py_ssize_t i5, i10, i15, i19, i24, i28
+    cdef object v1, v3, v6, v8, v11, v13, v16, v17, v20, v22, v25, v26, v29, v31, v33, d35, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'SubtopologyId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'SubtopologyId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'SubtopologyId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'SubtopologyId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'SubtopologyId', -1)
     p = uvar_at(c, p, L, &n4, up, b'SourceTopics', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 1 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'SourceTopics', -1)
+        if n4 * 1 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'SourceTopics', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'SourceTopics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'SourceTopics', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'SourceTopics', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'SourceTopics', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'SourceTopics', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'SourceTopics', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'SourceTopics', i5)
             v3.append(v6)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'SourceTopics', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'SourceTopics', -1)
     p = uvar_at(c, p, L, &n9, up, b'SourceTopicRegex', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 1 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'SourceTopicRegex', -1)
+        if n9 * 1 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'SourceTopicRegex', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'SourceTopicRegex', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'SourceTopicRegex', -1)
         v8 = []
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'SourceTopicRegex', i10)
+            if p < 0: return FAILED
             n12 -= 1
             if n12 >= 0:
-                need_len(p, n12, L, up, b'SourceTopicRegex', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'SourceTopicRegex', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'SourceTopicRegex', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'SourceTopicRegex', i10)
             v8.append(v11)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'SourceTopicRegex', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'SourceTopicRegex', -1)
     p = uvar_at(c, p, L, &n14, up, b'StateChangelogTopics', -1)
+    if p < 0: return FAILED
     n14 -= 1
     if n14 >= 0:
-        if n14 * 9 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'StateChangelogTopics', -1)
+        if n14 * 9 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'StateChangelogTopics', -1)
         B.left -= n14
-        if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'StateChangelogTopics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'StateChangelogTopics', -1)
         v13 = []
         for i15 in range(n14):
             w.name = b'StateChangelogTopics'; w.index = i15
-            v13.append(_f0(b, c, L, &p, B, &w))
+            v16 = _f0(b, c, L, &p, B, &w)
+            if v16 is FAILED: return FAILED
+            v13.append(v16)
     elif n14 == -1:
         v13 = None
     else:
-        fail(NEGATIVE, n14, p, L, up, b'StateChangelogTopics', -1)
-    p = uvar_at(c, p, L, &n17, up, b'RepartitionSinkTopics', -1)
-    n17 -= 1
-    if n17 >= 0:
-        if n17 * 1 > L - p: fail(SHORT_COUNT, n17, p, L, up, b'RepartitionSinkTopics', -1)
-        B.left -= n17
-        if B.left < 0: fail(OVER_BUDGET, n17, p, L, up, b'RepartitionSinkTopics', -1)
-        v16 = []
-        for i18 in range(n17):
-            p = uvar_at(c, p, L, &n20, up, b'RepartitionSinkTopics', i18)
-            n20 -= 1
-            if n20 >= 0:
-                need_len(p, n20, L, up, b'RepartitionSinkTopics', i18)
-                v19 = b[p:p + n20].decode('utf-8', 'backslashreplace'); p += n20
-            elif n20 == -1:
-                v19 = None
+        return failed(NEGATIVE, n14, p, L, up, b'StateChangelogTopics', -1)
+    p = uvar_at(c, p, L, &n18, up, b'RepartitionSinkTopics', -1)
+    if p < 0: return FAILED
+    n18 -= 1
+    if n18 >= 0:
+        if n18 * 1 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'RepartitionSinkTopics', -1)
+        B.left -= n18
+        if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'RepartitionSinkTopics', -1)
+        v17 = []
+        for i19 in range(n18):
+            p = uvar_at(c, p, L, &n21, up, b'RepartitionSinkTopics', i19)
+            if p < 0: return FAILED
+            n21 -= 1
+            if n21 >= 0:
+                if need_len(p, n21, L, up, b'RepartitionSinkTopics', i19): return FAILED
+                v20 = utf8_text(<const char*>c + p, n21); p += n21
+            elif n21 == -1:
+                v20 = None
             else:
-                fail(NEGATIVE, n20, p, L, up, b'RepartitionSinkTopics', i18)
-            v16.append(v19)
-    elif n17 == -1:
-        v16 = None
+                return failed(NEGATIVE, n21, p, L, up, b'RepartitionSinkTopics', i19)
+            v17.append(v20)
+    elif n18 == -1:
+        v17 = None
     else:
-        fail(NEGATIVE, n17, p, L, up, b'RepartitionSinkTopics', -1)
-    p = uvar_at(c, p, L, &n22, up, b'RepartitionSourceTopics', -1)
-    n22 -= 1
-    if n22 >= 0:
-        if n22 * 9 > L - p: fail(SHORT_COUNT, n22, p, L, up, b'RepartitionSourceTopics', -1)
-        B.left -= n22
-        if B.left < 0: fail(OVER_BUDGET, n22, p, L, up, b'RepartitionSourceTopics', -1)
-        v21 = []
-        for i23 in range(n22):
-            w.name = b'RepartitionSourceTopics'; w.index = i23
-            v21.append(_f0(b, c, L, &p, B, &w))
-    elif n22 == -1:
-        v21 = None
+        return failed(NEGATIVE, n18, p, L, up, b'RepartitionSinkTopics', -1)
+    p = uvar_at(c, p, L, &n23, up, b'RepartitionSourceTopics', -1)
+    if p < 0: return FAILED
+    n23 -= 1
+    if n23 >= 0:
+        if n23 * 9 > L - p: return failed(SHORT_COUNT, n23, p, L, up, b'RepartitionSourceTopics', -1)
+        B.left -= n23
+        if B.left < 0: return failed(OVER_BUDGET, n23, p, L, up, b'RepartitionSourceTopics', -1)
+        v22 = []
+        for i24 in range(n23):
+            w.name = b'RepartitionSourceTopics'; w.index = i24
+            v25 = _f0(b, c, L, &p, B, &w)
+            if v25 is FAILED: return FAILED
+            v22.append(v25)
+    elif n23 == -1:
+        v22 = None
     else:
-        fail(NEGATIVE, n22, p, L, up, b'RepartitionSourceTopics', -1)
-    p = uvar_at(c, p, L, &n25, up, b'CopartitionGroups', -1)
-    n25 -= 1
-    if n25 >= 0:
-        if n25 * 4 > L - p: fail(SHORT_COUNT, n25, p, L, up, b'CopartitionGroups', -1)
-        B.left -= n25
-        if B.left < 0: fail(OVER_BUDGET, n25, p, L, up, b'CopartitionGroups', -1)
-        v24 = []
-        for i26 in range(n25):
-            p = uvar_at(c, p, L, &n28, up, b'CopartitionGroups[{}].SourceTopics', i26)
-            n28 -= 1
-            if n28 >= 0:
-                if n28 * 2 > L - p: fail(SHORT_COUNT, n28, p, L, up, b'CopartitionGroups[{}].SourceTopics', i26)
-                B.left -= n28
-                if B.left < 0: fail(OVER_BUDGET, n28, p, L, up, b'CopartitionGroups[{}].SourceTopics', i26)
-                v27 = arr_fixed(c, p, L, n28, b'h'); p += n28 * 2
-            elif n28 == -1:
-                v27 = None
-            else:
-                fail(NEGATIVE, n28, p, L, up, b'CopartitionGroups[{}].SourceTopics', i26)
-            p = uvar_at(c, p, L, &n30, up, b'CopartitionGroups[{}].SourceTopicRegex', i26)
+        return failed(NEGATIVE, n23, p, L, up, b'RepartitionSourceTopics', -1)
+    p = uvar_at(c, p, L, &n27, up, b'CopartitionGroups', -1)
+    if p < 0: return FAILED
+    n27 -= 1
+    if n27 >= 0:
+        if n27 * 4 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'CopartitionGroups', -1)
+        B.left -= n27
+        if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'CopartitionGroups', -1)
+        v26 = []
+        for i28 in range(n27):
+            p = uvar_at(c, p, L, &n30, up, b'CopartitionGroups[{}].SourceTopics', i28)
+            if p < 0: return FAILED
             n30 -= 1
             if n30 >= 0:
-                if n30 * 2 > L - p: fail(SHORT_COUNT, n30, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i26)
+                if n30 * 2 > L - p: return failed(SHORT_COUNT, n30, p, L, up, b'CopartitionGroups[{}].SourceTopics', i28)
                 B.left -= n30
-                if B.left < 0: fail(OVER_BUDGET, n30, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i26)
+                if B.left < 0: return failed(OVER_BUDGET, n30, p, L, up, b'CopartitionGroups[{}].SourceTopics', i28)
                 v29 = arr_fixed(c, p, L, n30, b'h'); p += n30 * 2
             elif n30 == -1:
                 v29 = None
             else:
-                fail(NEGATIVE, n30, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i26)
-            p = uvar_at(c, p, L, &n32, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i26)
+                return failed(NEGATIVE, n30, p, L, up, b'CopartitionGroups[{}].SourceTopics', i28)
+            p = uvar_at(c, p, L, &n32, up, b'CopartitionGroups[{}].SourceTopicRegex', i28)
+            if p < 0: return FAILED
             n32 -= 1
             if n32 >= 0:
-                if n32 * 2 > L - p: fail(SHORT_COUNT, n32, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i26)
+                if n32 * 2 > L - p: return failed(SHORT_COUNT, n32, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i28)
                 B.left -= n32
-                if B.left < 0: fail(OVER_BUDGET, n32, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i26)
+                if B.left < 0: return failed(OVER_BUDGET, n32, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i28)
                 v31 = arr_fixed(c, p, L, n32, b'h'); p += n32 * 2
             elif n32 == -1:
                 v31 = None
             else:
-                fail(NEGATIVE, n32, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i26)
-            d33 = {"SourceTopics": v27, "SourceTopicRegex": v29, "RepartitionSourceTopics": v31}
-            p = uvar_at(c, p, L, &t, up, b'CopartitionGroups', i26)
-            if t: p = tags_at(b, p, t, _T0, d33, B, up, b'CopartitionGroups', i26)
-            v24.append(d33)
-    elif n25 == -1:
-        v24 = None
+                return failed(NEGATIVE, n32, p, L, up, b'CopartitionGroups[{}].SourceTopicRegex', i28)
+            p = uvar_at(c, p, L, &n34, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i28)
+            if p < 0: return FAILED
+            n34 -= 1
+            if n34 >= 0:
+                if n34 * 2 > L - p: return failed(SHORT_COUNT, n34, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i28)
+                B.left -= n34
+                if B.left < 0: return failed(OVER_BUDGET, n34, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i28)
+                v33 = arr_fixed(c, p, L, n34, b'h'); p += n34 * 2
+            elif n34 == -1:
+                v33 = None
+            else:
+                return failed(NEGATIVE, n34, p, L, up, b'CopartitionGroups[{}].RepartitionSourceTopics', i28)
+            d35 = {"SourceTopics": v29, "SourceTopicRegex": v31, "RepartitionSourceTopics": v33}
+            p = uvar_at(c, p, L, &t, up, b'CopartitionGroups', i28)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d35, B, up, b'CopartitionGroups', i28)
+                if p < 0: return FAILED
+            v26.append(d35)
+    elif n27 == -1:
+        v26 = None
     else:
-        fail(NEGATIVE, n25, p, L, up, b'CopartitionGroups', -1)
-    d = {"SubtopologyId": v1, "SourceTopics": v3, "SourceTopicRegex": v8, "StateChangelogTopics": v13, "RepartitionSinkTopics": v16, "RepartitionSourceTopics": v21, "CopartitionGroups": v24}
+        return failed(NEGATIVE, n27, p, L, up, b'CopartitionGroups', -1)
+    d = {"SubtopologyId": v1, "SourceTopics": v3, "SourceTopicRegex": v8, "StateChangelogTopics": v13, "RepartitionSinkTopics": v17, "RepartitionSourceTopics": v22, "CopartitionGroups": v26}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -235,29 +273,35 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Epoch', -1)
+    if need_at(p, 4, L, up, b'Epoch', -1): return FAILED
     v1 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n3, up, b'Subtopologies', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 8 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Subtopologies', -1)
+        if n3 * 8 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Subtopologies', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Subtopologies', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Subtopologies', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Subtopologies'; w.index = i4
-            v2.append(_f1(b, c, L, &p, B, &w))
+            v5 = _f1(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Subtopologies', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Subtopologies', -1)
     d = {"Epoch": v1, "Subtopologies": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -266,20 +310,24 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'Host', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Host', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Host', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Host', -1)
-    need_at(p, 2, L, up, b'Port', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Host', -1)
+    if need_at(p, 2, L, up, b'Port', -1): return FAILED
     v3 = ru16(c, p + 0)
     p += 2
     d = {"Host": v1, "Port": v3}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -291,275 +339,319 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     w.up = up
     cdef Py_ssize_t p = pp[0]
     p = uvar_at(c, p, L, &n2, up, b'GroupId', -1)
+    if p < 0: return FAILED
     n2 -= 1
     if n2 >= 0:
-        need_len(p, n2, L, up, b'GroupId', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'GroupId', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'GroupId', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'GroupId', -1)
     p = uvar_at(c, p, L, &n4, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'MemberId', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'MemberId', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'MemberId', -1)
-    need_at(p, 8, L, up, b'MemberEpoch+EndpointInformationEpoch', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'MemberId', -1)
+    if need_at(p, 8, L, up, b'MemberEpoch+EndpointInformationEpoch', -1): return FAILED
     v5 = rd32(c, p + 0)
     v6 = rd32(c, p + 4)
     p += 8
     p = uvar_at(c, p, L, &n8, up, b'InstanceId', -1)
+    if p < 0: return FAILED
     n8 -= 1
     if n8 >= 0:
-        need_len(p, n8, L, up, b'InstanceId', -1)
-        v7 = b[p:p + n8].decode('utf-8', 'backslashreplace'); p += n8
+        if need_len(p, n8, L, up, b'InstanceId', -1): return FAILED
+        v7 = utf8_text(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'InstanceId', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'InstanceId', -1)
     p = uvar_at(c, p, L, &n10, up, b'RackId', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        need_len(p, n10, L, up, b'RackId', -1)
-        v9 = b[p:p + n10].decode('utf-8', 'backslashreplace'); p += n10
+        if need_len(p, n10, L, up, b'RackId', -1): return FAILED
+        v9 = utf8_text(<const char*>c + p, n10); p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'RackId', -1)
-    need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'RackId', -1)
+    if need_at(p, 4, L, up, b'RebalanceTimeoutMs', -1): return FAILED
     v11 = rd32(c, p + 0)
     p += 4
-    need_at(p, 1, L, up, b'Topology', -1)
+    if need_at(p, 1, L, up, b'Topology', -1): return FAILED
     m13 = rd8(c, p); p += 1
     if m13 < 0:
         v12 = None
     else:
         w.name = b'Topology'; w.index = -1; v12 = _f2(b, c, L, &p, B, &w)
+        if v12 is FAILED: return FAILED
     p = uvar_at(c, p, L, &n15, up, b'ActiveTasks', -1)
+    if p < 0: return FAILED
     n15 -= 1
     if n15 >= 0:
-        if n15 * 3 > L - p: fail(SHORT_COUNT, n15, p, L, up, b'ActiveTasks', -1)
+        if n15 * 3 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'ActiveTasks', -1)
         B.left -= n15
-        if B.left < 0: fail(OVER_BUDGET, n15, p, L, up, b'ActiveTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'ActiveTasks', -1)
         v14 = []
         for i16 in range(n15):
             p = uvar_at(c, p, L, &n18, up, b'ActiveTasks[{}].SubtopologyId', i16)
+            if p < 0: return FAILED
             n18 -= 1
             if n18 >= 0:
-                need_len(p, n18, L, up, b'ActiveTasks[{}].SubtopologyId', i16)
-                v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+                if need_len(p, n18, L, up, b'ActiveTasks[{}].SubtopologyId', i16): return FAILED
+                v17 = utf8_text(<const char*>c + p, n18); p += n18
             elif n18 == -1:
                 v17 = None
             else:
-                fail(NEGATIVE, n18, p, L, up, b'ActiveTasks[{}].SubtopologyId', i16)
+                return failed(NEGATIVE, n18, p, L, up, b'ActiveTasks[{}].SubtopologyId', i16)
             p = uvar_at(c, p, L, &n20, up, b'ActiveTasks[{}].Partitions', i16)
+            if p < 0: return FAILED
             n20 -= 1
             if n20 >= 0:
-                if n20 * 4 > L - p: fail(SHORT_COUNT, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
+                if n20 * 4 > L - p: return failed(SHORT_COUNT, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
                 B.left -= n20
-                if B.left < 0: fail(OVER_BUDGET, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
+                if B.left < 0: return failed(OVER_BUDGET, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
                 v19 = arr_fixed(c, p, L, n20, b'i'); p += n20 * 4
             elif n20 == -1:
                 v19 = None
             else:
-                fail(NEGATIVE, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
+                return failed(NEGATIVE, n20, p, L, up, b'ActiveTasks[{}].Partitions', i16)
             d21 = {"SubtopologyId": v17, "Partitions": v19}
             p = uvar_at(c, p, L, &t, up, b'ActiveTasks', i16)
-            if t: p = tags_at(b, p, t, _T0, d21, B, up, b'ActiveTasks', i16)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d21, B, up, b'ActiveTasks', i16)
+                if p < 0: return FAILED
             v14.append(d21)
     elif n15 == -1:
         v14 = None
     else:
-        fail(NEGATIVE, n15, p, L, up, b'ActiveTasks', -1)
+        return failed(NEGATIVE, n15, p, L, up, b'ActiveTasks', -1)
     p = uvar_at(c, p, L, &n23, up, b'StandbyTasks', -1)
+    if p < 0: return FAILED
     n23 -= 1
     if n23 >= 0:
-        if n23 * 3 > L - p: fail(SHORT_COUNT, n23, p, L, up, b'StandbyTasks', -1)
+        if n23 * 3 > L - p: return failed(SHORT_COUNT, n23, p, L, up, b'StandbyTasks', -1)
         B.left -= n23
-        if B.left < 0: fail(OVER_BUDGET, n23, p, L, up, b'StandbyTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n23, p, L, up, b'StandbyTasks', -1)
         v22 = []
         for i24 in range(n23):
             p = uvar_at(c, p, L, &n26, up, b'StandbyTasks[{}].SubtopologyId', i24)
+            if p < 0: return FAILED
             n26 -= 1
             if n26 >= 0:
-                need_len(p, n26, L, up, b'StandbyTasks[{}].SubtopologyId', i24)
-                v25 = b[p:p + n26].decode('utf-8', 'backslashreplace'); p += n26
+                if need_len(p, n26, L, up, b'StandbyTasks[{}].SubtopologyId', i24): return FAILED
+                v25 = utf8_text(<const char*>c + p, n26); p += n26
             elif n26 == -1:
                 v25 = None
             else:
-                fail(NEGATIVE, n26, p, L, up, b'StandbyTasks[{}].SubtopologyId', i24)
+                return failed(NEGATIVE, n26, p, L, up, b'StandbyTasks[{}].SubtopologyId', i24)
             p = uvar_at(c, p, L, &n28, up, b'StandbyTasks[{}].Partitions', i24)
+            if p < 0: return FAILED
             n28 -= 1
             if n28 >= 0:
-                if n28 * 4 > L - p: fail(SHORT_COUNT, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
+                if n28 * 4 > L - p: return failed(SHORT_COUNT, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
                 B.left -= n28
-                if B.left < 0: fail(OVER_BUDGET, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
+                if B.left < 0: return failed(OVER_BUDGET, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
                 v27 = arr_fixed(c, p, L, n28, b'i'); p += n28 * 4
             elif n28 == -1:
                 v27 = None
             else:
-                fail(NEGATIVE, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
+                return failed(NEGATIVE, n28, p, L, up, b'StandbyTasks[{}].Partitions', i24)
             d29 = {"SubtopologyId": v25, "Partitions": v27}
             p = uvar_at(c, p, L, &t, up, b'StandbyTasks', i24)
-            if t: p = tags_at(b, p, t, _T0, d29, B, up, b'StandbyTasks', i24)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d29, B, up, b'StandbyTasks', i24)
+                if p < 0: return FAILED
             v22.append(d29)
     elif n23 == -1:
         v22 = None
     else:
-        fail(NEGATIVE, n23, p, L, up, b'StandbyTasks', -1)
+        return failed(NEGATIVE, n23, p, L, up, b'StandbyTasks', -1)
     p = uvar_at(c, p, L, &n31, up, b'WarmupTasks', -1)
+    if p < 0: return FAILED
     n31 -= 1
     if n31 >= 0:
-        if n31 * 3 > L - p: fail(SHORT_COUNT, n31, p, L, up, b'WarmupTasks', -1)
+        if n31 * 3 > L - p: return failed(SHORT_COUNT, n31, p, L, up, b'WarmupTasks', -1)
         B.left -= n31
-        if B.left < 0: fail(OVER_BUDGET, n31, p, L, up, b'WarmupTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n31, p, L, up, b'WarmupTasks', -1)
         v30 = []
         for i32 in range(n31):
             p = uvar_at(c, p, L, &n34, up, b'WarmupTasks[{}].SubtopologyId', i32)
+            if p < 0: return FAILED
             n34 -= 1
             if n34 >= 0:
-                need_len(p, n34, L, up, b'WarmupTasks[{}].SubtopologyId', i32)
-                v33 = b[p:p + n34].decode('utf-8', 'backslashreplace'); p += n34
+                if need_len(p, n34, L, up, b'WarmupTasks[{}].SubtopologyId', i32): return FAILED
+                v33 = utf8_text(<const char*>c + p, n34); p += n34
             elif n34 == -1:
                 v33 = None
             else:
-                fail(NEGATIVE, n34, p, L, up, b'WarmupTasks[{}].SubtopologyId', i32)
+                return failed(NEGATIVE, n34, p, L, up, b'WarmupTasks[{}].SubtopologyId', i32)
             p = uvar_at(c, p, L, &n36, up, b'WarmupTasks[{}].Partitions', i32)
+            if p < 0: return FAILED
             n36 -= 1
             if n36 >= 0:
-                if n36 * 4 > L - p: fail(SHORT_COUNT, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
+                if n36 * 4 > L - p: return failed(SHORT_COUNT, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
                 B.left -= n36
-                if B.left < 0: fail(OVER_BUDGET, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
+                if B.left < 0: return failed(OVER_BUDGET, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
                 v35 = arr_fixed(c, p, L, n36, b'i'); p += n36 * 4
             elif n36 == -1:
                 v35 = None
             else:
-                fail(NEGATIVE, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
+                return failed(NEGATIVE, n36, p, L, up, b'WarmupTasks[{}].Partitions', i32)
             d37 = {"SubtopologyId": v33, "Partitions": v35}
             p = uvar_at(c, p, L, &t, up, b'WarmupTasks', i32)
-            if t: p = tags_at(b, p, t, _T0, d37, B, up, b'WarmupTasks', i32)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d37, B, up, b'WarmupTasks', i32)
+                if p < 0: return FAILED
             v30.append(d37)
     elif n31 == -1:
         v30 = None
     else:
-        fail(NEGATIVE, n31, p, L, up, b'WarmupTasks', -1)
+        return failed(NEGATIVE, n31, p, L, up, b'WarmupTasks', -1)
     p = uvar_at(c, p, L, &n39, up, b'ProcessId', -1)
+    if p < 0: return FAILED
     n39 -= 1
     if n39 >= 0:
-        need_len(p, n39, L, up, b'ProcessId', -1)
-        v38 = b[p:p + n39].decode('utf-8', 'backslashreplace'); p += n39
+        if need_len(p, n39, L, up, b'ProcessId', -1): return FAILED
+        v38 = utf8_text(<const char*>c + p, n39); p += n39
     elif n39 == -1:
         v38 = None
     else:
-        fail(NEGATIVE, n39, p, L, up, b'ProcessId', -1)
-    need_at(p, 1, L, up, b'UserEndpoint', -1)
+        return failed(NEGATIVE, n39, p, L, up, b'ProcessId', -1)
+    if need_at(p, 1, L, up, b'UserEndpoint', -1): return FAILED
     m41 = rd8(c, p); p += 1
     if m41 < 0:
         v40 = None
     else:
         w.name = b'UserEndpoint'; w.index = -1; v40 = _f3(b, c, L, &p, B, &w)
+        if v40 is FAILED: return FAILED
     p = uvar_at(c, p, L, &n43, up, b'ClientTags', -1)
+    if p < 0: return FAILED
     n43 -= 1
     if n43 >= 0:
-        if n43 * 3 > L - p: fail(SHORT_COUNT, n43, p, L, up, b'ClientTags', -1)
+        if n43 * 3 > L - p: return failed(SHORT_COUNT, n43, p, L, up, b'ClientTags', -1)
         B.left -= n43
-        if B.left < 0: fail(OVER_BUDGET, n43, p, L, up, b'ClientTags', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n43, p, L, up, b'ClientTags', -1)
         v42 = []
         for i44 in range(n43):
             p = uvar_at(c, p, L, &n46, up, b'ClientTags[{}].Key', i44)
+            if p < 0: return FAILED
             n46 -= 1
             if n46 >= 0:
-                need_len(p, n46, L, up, b'ClientTags[{}].Key', i44)
-                v45 = b[p:p + n46].decode('utf-8', 'backslashreplace'); p += n46
+                if need_len(p, n46, L, up, b'ClientTags[{}].Key', i44): return FAILED
+                v45 = utf8_text(<const char*>c + p, n46); p += n46
             elif n46 == -1:
                 v45 = None
             else:
-                fail(NEGATIVE, n46, p, L, up, b'ClientTags[{}].Key', i44)
+                return failed(NEGATIVE, n46, p, L, up, b'ClientTags[{}].Key', i44)
             p = uvar_at(c, p, L, &n48, up, b'ClientTags[{}].Value', i44)
+            if p < 0: return FAILED
             n48 -= 1
             if n48 >= 0:
-                need_len(p, n48, L, up, b'ClientTags[{}].Value', i44)
-                v47 = b[p:p + n48].decode('utf-8', 'backslashreplace'); p += n48
+                if need_len(p, n48, L, up, b'ClientTags[{}].Value', i44): return FAILED
+                v47 = utf8_text(<const char*>c + p, n48); p += n48
             elif n48 == -1:
                 v47 = None
             else:
-                fail(NEGATIVE, n48, p, L, up, b'ClientTags[{}].Value', i44)
+                return failed(NEGATIVE, n48, p, L, up, b'ClientTags[{}].Value', i44)
             d49 = {"Key": v45, "Value": v47}
             p = uvar_at(c, p, L, &t, up, b'ClientTags', i44)
-            if t: p = tags_at(b, p, t, _T0, d49, B, up, b'ClientTags', i44)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d49, B, up, b'ClientTags', i44)
+                if p < 0: return FAILED
             v42.append(d49)
     elif n43 == -1:
         v42 = None
     else:
-        fail(NEGATIVE, n43, p, L, up, b'ClientTags', -1)
+        return failed(NEGATIVE, n43, p, L, up, b'ClientTags', -1)
     p = uvar_at(c, p, L, &n51, up, b'TaskOffsets', -1)
+    if p < 0: return FAILED
     n51 -= 1
     if n51 >= 0:
-        if n51 * 14 > L - p: fail(SHORT_COUNT, n51, p, L, up, b'TaskOffsets', -1)
+        if n51 * 14 > L - p: return failed(SHORT_COUNT, n51, p, L, up, b'TaskOffsets', -1)
         B.left -= n51
-        if B.left < 0: fail(OVER_BUDGET, n51, p, L, up, b'TaskOffsets', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n51, p, L, up, b'TaskOffsets', -1)
         v50 = []
         for i52 in range(n51):
             p = uvar_at(c, p, L, &n54, up, b'TaskOffsets[{}].SubtopologyId', i52)
+            if p < 0: return FAILED
             n54 -= 1
             if n54 >= 0:
-                need_len(p, n54, L, up, b'TaskOffsets[{}].SubtopologyId', i52)
-                v53 = b[p:p + n54].decode('utf-8', 'backslashreplace'); p += n54
+                if need_len(p, n54, L, up, b'TaskOffsets[{}].SubtopologyId', i52): return FAILED
+                v53 = utf8_text(<const char*>c + p, n54); p += n54
             elif n54 == -1:
                 v53 = None
             else:
-                fail(NEGATIVE, n54, p, L, up, b'TaskOffsets[{}].SubtopologyId', i52)
-            need_at(p, 12, L, up, b'TaskOffsets[{}].Partition+Offset', i52)
+                return failed(NEGATIVE, n54, p, L, up, b'TaskOffsets[{}].SubtopologyId', i52)
+            if need_at(p, 12, L, up, b'TaskOffsets[{}].Partition+Offset', i52): return FAILED
             v55 = rd32(c, p + 0)
             v56 = rd64(c, p + 4)
             p += 12
             d57 = {"SubtopologyId": v53, "Partition": v55, "Offset": v56}
             p = uvar_at(c, p, L, &t, up, b'TaskOffsets', i52)
-            if t: p = tags_at(b, p, t, _T0, d57, B, up, b'TaskOffsets', i52)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d57, B, up, b'TaskOffsets', i52)
+                if p < 0: return FAILED
             v50.append(d57)
     elif n51 == -1:
         v50 = None
     else:
-        fail(NEGATIVE, n51, p, L, up, b'TaskOffsets', -1)
+        return failed(NEGATIVE, n51, p, L, up, b'TaskOffsets', -1)
     p = uvar_at(c, p, L, &n59, up, b'TaskEndOffsets', -1)
+    if p < 0: return FAILED
     n59 -= 1
     if n59 >= 0:
-        if n59 * 14 > L - p: fail(SHORT_COUNT, n59, p, L, up, b'TaskEndOffsets', -1)
+        if n59 * 14 > L - p: return failed(SHORT_COUNT, n59, p, L, up, b'TaskEndOffsets', -1)
         B.left -= n59
-        if B.left < 0: fail(OVER_BUDGET, n59, p, L, up, b'TaskEndOffsets', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n59, p, L, up, b'TaskEndOffsets', -1)
         v58 = []
         for i60 in range(n59):
             p = uvar_at(c, p, L, &n62, up, b'TaskEndOffsets[{}].SubtopologyId', i60)
+            if p < 0: return FAILED
             n62 -= 1
             if n62 >= 0:
-                need_len(p, n62, L, up, b'TaskEndOffsets[{}].SubtopologyId', i60)
-                v61 = b[p:p + n62].decode('utf-8', 'backslashreplace'); p += n62
+                if need_len(p, n62, L, up, b'TaskEndOffsets[{}].SubtopologyId', i60): return FAILED
+                v61 = utf8_text(<const char*>c + p, n62); p += n62
             elif n62 == -1:
                 v61 = None
             else:
-                fail(NEGATIVE, n62, p, L, up, b'TaskEndOffsets[{}].SubtopologyId', i60)
-            need_at(p, 12, L, up, b'TaskEndOffsets[{}].Partition+Offset', i60)
+                return failed(NEGATIVE, n62, p, L, up, b'TaskEndOffsets[{}].SubtopologyId', i60)
+            if need_at(p, 12, L, up, b'TaskEndOffsets[{}].Partition+Offset', i60): return FAILED
             v63 = rd32(c, p + 0)
             v64 = rd64(c, p + 4)
             p += 12
             d65 = {"SubtopologyId": v61, "Partition": v63, "Offset": v64}
             p = uvar_at(c, p, L, &t, up, b'TaskEndOffsets', i60)
-            if t: p = tags_at(b, p, t, _T0, d65, B, up, b'TaskEndOffsets', i60)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d65, B, up, b'TaskEndOffsets', i60)
+                if p < 0: return FAILED
             v58.append(d65)
     elif n59 == -1:
         v58 = None
     else:
-        fail(NEGATIVE, n59, p, L, up, b'TaskEndOffsets', -1)
-    need_at(p, 1, L, up, b'ShutdownApplication', -1)
+        return failed(NEGATIVE, n59, p, L, up, b'TaskEndOffsets', -1)
+    if need_at(p, 1, L, up, b'ShutdownApplication', -1): return FAILED
     v66 = (c[p + 0] != 0)
     p += 1
     d = {"GroupId": v1, "MemberId": v3, "MemberEpoch": v5, "EndpointInformationEpoch": v6, "InstanceId": v7, "RackId": v9, "RebalanceTimeoutMs": v11, "Topology": v12, "ActiveTasks": v14, "StandbyTasks": v22, "WarmupTasks": v30, "ProcessId": v38, "UserEndpoint": v40, "ClientTags": v42, "TaskOffsets": v50, "TaskEndOffsets": v58, "ShutdownApplication": v66}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -571,81 +663,97 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     w.up = up
     cdef Py_ssize_t p = pp[0]
     w.name = b'UserEndpoint'; w.index = -1; v1 = _f3(b, c, L, &p, B, &w)
+    if v1 is FAILED: return FAILED
     p = uvar_at(c, p, L, &n3, up, b'ActivePartitions', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 3 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'ActivePartitions', -1)
+        if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ActivePartitions', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'ActivePartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ActivePartitions', -1)
         v2 = []
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'ActivePartitions[{}].Topic', i4)
+            if p < 0: return FAILED
             n6 -= 1
             if n6 >= 0:
-                need_len(p, n6, L, up, b'ActivePartitions[{}].Topic', i4)
-                v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+                if need_len(p, n6, L, up, b'ActivePartitions[{}].Topic', i4): return FAILED
+                v5 = utf8_text(<const char*>c + p, n6); p += n6
             elif n6 == -1:
                 v5 = None
             else:
-                fail(NEGATIVE, n6, p, L, up, b'ActivePartitions[{}].Topic', i4)
+                return failed(NEGATIVE, n6, p, L, up, b'ActivePartitions[{}].Topic', i4)
             p = uvar_at(c, p, L, &n8, up, b'ActivePartitions[{}].Partitions', i4)
+            if p < 0: return FAILED
             n8 -= 1
             if n8 >= 0:
-                if n8 * 4 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
+                if n8 * 4 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
                 B.left -= n8
-                if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
+                if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
                 v7 = arr_fixed(c, p, L, n8, b'i'); p += n8 * 4
             elif n8 == -1:
                 v7 = None
             else:
-                fail(NEGATIVE, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
+                return failed(NEGATIVE, n8, p, L, up, b'ActivePartitions[{}].Partitions', i4)
             d9 = {"Topic": v5, "Partitions": v7}
             p = uvar_at(c, p, L, &t, up, b'ActivePartitions', i4)
-            if t: p = tags_at(b, p, t, _T0, d9, B, up, b'ActivePartitions', i4)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d9, B, up, b'ActivePartitions', i4)
+                if p < 0: return FAILED
             v2.append(d9)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'ActivePartitions', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'ActivePartitions', -1)
     p = uvar_at(c, p, L, &n11, up, b'StandbyPartitions', -1)
+    if p < 0: return FAILED
     n11 -= 1
     if n11 >= 0:
-        if n11 * 3 > L - p: fail(SHORT_COUNT, n11, p, L, up, b'StandbyPartitions', -1)
+        if n11 * 3 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'StandbyPartitions', -1)
         B.left -= n11
-        if B.left < 0: fail(OVER_BUDGET, n11, p, L, up, b'StandbyPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'StandbyPartitions', -1)
         v10 = []
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'StandbyPartitions[{}].Topic', i12)
+            if p < 0: return FAILED
             n14 -= 1
             if n14 >= 0:
-                need_len(p, n14, L, up, b'StandbyPartitions[{}].Topic', i12)
-                v13 = b[p:p + n14].decode('utf-8', 'backslashreplace'); p += n14
+                if need_len(p, n14, L, up, b'StandbyPartitions[{}].Topic', i12): return FAILED
+                v13 = utf8_text(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'StandbyPartitions[{}].Topic', i12)
+                return failed(NEGATIVE, n14, p, L, up, b'StandbyPartitions[{}].Topic', i12)
             p = uvar_at(c, p, L, &n16, up, b'StandbyPartitions[{}].Partitions', i12)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                if n16 * 4 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
+                if n16 * 4 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
                 B.left -= n16
-                if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
+                if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
                 v15 = arr_fixed(c, p, L, n16, b'i'); p += n16 * 4
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
+                return failed(NEGATIVE, n16, p, L, up, b'StandbyPartitions[{}].Partitions', i12)
             d17 = {"Topic": v13, "Partitions": v15}
             p = uvar_at(c, p, L, &t, up, b'StandbyPartitions', i12)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'StandbyPartitions', i12)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'StandbyPartitions', i12)
+                if p < 0: return FAILED
             v10.append(d17)
     elif n11 == -1:
         v10 = None
     else:
-        fail(NEGATIVE, n11, p, L, up, b'StandbyPartitions', -1)
+        return failed(NEGATIVE, n11, p, L, up, b'StandbyPartitions', -1)
     d = {"UserEndpoint": v1, "ActivePartitions": v2, "StandbyPartitions": v10}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -653,193 +761,224 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, n6, n12, n16, n19, n22, n24, n27, n30, n32, n35, n38, n40, n44, t
     cdef Where w
     cdef Py_ssize_t i13, i20, i28, i36, i45
-    cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v15, d17, v18, v21, v23, d25, v26, v29, v31, d33, v34, v37, v39, d41, v42, v43, d
+    cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v15, d17, v18, v21, v23, d25, v26, v29, v31, d33, v34, v37, v39, d41, v42, v43, v46, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 16, L, up, b'MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 16, L, up, b'MemberEpoch+HeartbeatIntervalMs+AcceptableRecoveryLagLegacy+TaskOffsetIntervalMs', -1): return FAILED
     v7 = rd32(c, p + 0)
     v8 = rd32(c, p + 4)
     v9 = rd32(c, p + 8)
     v10 = rd32(c, p + 12)
     p += 16
     p = uvar_at(c, p, L, &n12, up, b'Status', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 3 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Status', -1)
+        if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Status', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Status', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Status', -1)
         v11 = []
         for i13 in range(n12):
-            need_at(p, 1, L, up, b'Status[{}].StatusCode', i13)
+            if need_at(p, 1, L, up, b'Status[{}].StatusCode', i13): return FAILED
             v14 = rd8(c, p + 0)
             p += 1
             p = uvar_at(c, p, L, &n16, up, b'Status[{}].StatusDetail', i13)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Status[{}].StatusDetail', i13)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Status[{}].StatusDetail', i13): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Status[{}].StatusDetail', i13)
+                return failed(NEGATIVE, n16, p, L, up, b'Status[{}].StatusDetail', i13)
             d17 = {"StatusCode": v14, "StatusDetail": v15}
             p = uvar_at(c, p, L, &t, up, b'Status', i13)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
+                if p < 0: return FAILED
             v11.append(d17)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Status', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Status', -1)
     p = uvar_at(c, p, L, &n19, up, b'ActiveTasks', -1)
+    if p < 0: return FAILED
     n19 -= 1
     if n19 >= 0:
-        if n19 * 3 > L - p: fail(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
+        if n19 * 3 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
         B.left -= n19
-        if B.left < 0: fail(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
         v18 = []
         for i20 in range(n19):
             p = uvar_at(c, p, L, &n22, up, b'ActiveTasks[{}].SubtopologyId', i20)
+            if p < 0: return FAILED
             n22 -= 1
             if n22 >= 0:
-                need_len(p, n22, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
-                v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                if need_len(p, n22, L, up, b'ActiveTasks[{}].SubtopologyId', i20): return FAILED
+                v21 = utf8_text(<const char*>c + p, n22); p += n22
             elif n22 == -1:
                 v21 = None
             else:
-                fail(NEGATIVE, n22, p, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
+                return failed(NEGATIVE, n22, p, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
             p = uvar_at(c, p, L, &n24, up, b'ActiveTasks[{}].Partitions', i20)
+            if p < 0: return FAILED
             n24 -= 1
             if n24 >= 0:
-                if n24 * 4 > L - p: fail(SHORT_COUNT, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                if n24 * 4 > L - p: return failed(SHORT_COUNT, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
                 B.left -= n24
-                if B.left < 0: fail(OVER_BUDGET, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                if B.left < 0: return failed(OVER_BUDGET, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
                 v23 = arr_fixed(c, p, L, n24, b'i'); p += n24 * 4
             elif n24 == -1:
                 v23 = None
             else:
-                fail(NEGATIVE, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                return failed(NEGATIVE, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
             d25 = {"SubtopologyId": v21, "Partitions": v23}
             p = uvar_at(c, p, L, &t, up, b'ActiveTasks', i20)
-            if t: p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
+                if p < 0: return FAILED
             v18.append(d25)
     elif n19 == -1:
         v18 = None
     else:
-        fail(NEGATIVE, n19, p, L, up, b'ActiveTasks', -1)
+        return failed(NEGATIVE, n19, p, L, up, b'ActiveTasks', -1)
     p = uvar_at(c, p, L, &n27, up, b'StandbyTasks', -1)
+    if p < 0: return FAILED
     n27 -= 1
     if n27 >= 0:
-        if n27 * 3 > L - p: fail(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
+        if n27 * 3 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
         B.left -= n27
-        if B.left < 0: fail(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
         v26 = []
         for i28 in range(n27):
             p = uvar_at(c, p, L, &n30, up, b'StandbyTasks[{}].SubtopologyId', i28)
+            if p < 0: return FAILED
             n30 -= 1
             if n30 >= 0:
-                need_len(p, n30, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
-                v29 = b[p:p + n30].decode('utf-8', 'backslashreplace'); p += n30
+                if need_len(p, n30, L, up, b'StandbyTasks[{}].SubtopologyId', i28): return FAILED
+                v29 = utf8_text(<const char*>c + p, n30); p += n30
             elif n30 == -1:
                 v29 = None
             else:
-                fail(NEGATIVE, n30, p, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
+                return failed(NEGATIVE, n30, p, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
             p = uvar_at(c, p, L, &n32, up, b'StandbyTasks[{}].Partitions', i28)
+            if p < 0: return FAILED
             n32 -= 1
             if n32 >= 0:
-                if n32 * 4 > L - p: fail(SHORT_COUNT, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                if n32 * 4 > L - p: return failed(SHORT_COUNT, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
                 B.left -= n32
-                if B.left < 0: fail(OVER_BUDGET, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                if B.left < 0: return failed(OVER_BUDGET, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
                 v31 = arr_fixed(c, p, L, n32, b'i'); p += n32 * 4
             elif n32 == -1:
                 v31 = None
             else:
-                fail(NEGATIVE, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                return failed(NEGATIVE, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
             d33 = {"SubtopologyId": v29, "Partitions": v31}
             p = uvar_at(c, p, L, &t, up, b'StandbyTasks', i28)
-            if t: p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
+                if p < 0: return FAILED
             v26.append(d33)
     elif n27 == -1:
         v26 = None
     else:
-        fail(NEGATIVE, n27, p, L, up, b'StandbyTasks', -1)
+        return failed(NEGATIVE, n27, p, L, up, b'StandbyTasks', -1)
     p = uvar_at(c, p, L, &n35, up, b'WarmupTasks', -1)
+    if p < 0: return FAILED
     n35 -= 1
     if n35 >= 0:
-        if n35 * 3 > L - p: fail(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
+        if n35 * 3 > L - p: return failed(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
         B.left -= n35
-        if B.left < 0: fail(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
         v34 = []
         for i36 in range(n35):
             p = uvar_at(c, p, L, &n38, up, b'WarmupTasks[{}].SubtopologyId', i36)
+            if p < 0: return FAILED
             n38 -= 1
             if n38 >= 0:
-                need_len(p, n38, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
-                v37 = b[p:p + n38].decode('utf-8', 'backslashreplace'); p += n38
+                if need_len(p, n38, L, up, b'WarmupTasks[{}].SubtopologyId', i36): return FAILED
+                v37 = utf8_text(<const char*>c + p, n38); p += n38
             elif n38 == -1:
                 v37 = None
             else:
-                fail(NEGATIVE, n38, p, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
+                return failed(NEGATIVE, n38, p, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
             p = uvar_at(c, p, L, &n40, up, b'WarmupTasks[{}].Partitions', i36)
+            if p < 0: return FAILED
             n40 -= 1
             if n40 >= 0:
-                if n40 * 4 > L - p: fail(SHORT_COUNT, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                if n40 * 4 > L - p: return failed(SHORT_COUNT, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
                 B.left -= n40
-                if B.left < 0: fail(OVER_BUDGET, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                if B.left < 0: return failed(OVER_BUDGET, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
                 v39 = arr_fixed(c, p, L, n40, b'i'); p += n40 * 4
             elif n40 == -1:
                 v39 = None
             else:
-                fail(NEGATIVE, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                return failed(NEGATIVE, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
             d41 = {"SubtopologyId": v37, "Partitions": v39}
             p = uvar_at(c, p, L, &t, up, b'WarmupTasks', i36)
-            if t: p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
+                if p < 0: return FAILED
             v34.append(d41)
     elif n35 == -1:
         v34 = None
     else:
-        fail(NEGATIVE, n35, p, L, up, b'WarmupTasks', -1)
-    need_at(p, 4, L, up, b'EndpointInformationEpoch', -1)
+        return failed(NEGATIVE, n35, p, L, up, b'WarmupTasks', -1)
+    if need_at(p, 4, L, up, b'EndpointInformationEpoch', -1): return FAILED
     v42 = rd32(c, p + 0)
     p += 4
     p = uvar_at(c, p, L, &n44, up, b'PartitionsByUserEndpoint', -1)
+    if p < 0: return FAILED
     n44 -= 1
     if n44 >= 0:
-        if n44 * 7 > L - p: fail(SHORT_COUNT, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
+        if n44 * 7 > L - p: return failed(SHORT_COUNT, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
         B.left -= n44
-        if B.left < 0: fail(OVER_BUDGET, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
         v43 = []
         for i45 in range(n44):
             w.name = b'PartitionsByUserEndpoint'; w.index = i45
-            v43.append(_f5(b, c, L, &p, B, &w))
+            v46 = _f5(b, c, L, &p, B, &w)
+            if v46 is FAILED: return FAILED
+            v43.append(v46)
     elif n44 == -1:
         v43 = None
     else:
-        fail(NEGATIVE, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
+        return failed(NEGATIVE, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "AcceptableRecoveryLagLegacy": v9, "TaskOffsetIntervalMs": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "EndpointInformationEpoch": v42, "PartitionsByUserEndpoint": v43}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -847,211 +986,248 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n4, n6, n12, n16, n19, n22, n24, n27, n30, n32, n35, n38, n40, n45, t
     cdef Where w
     cdef Py_ssize_t i13, i20, i28, i36, i46
-    cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v15, d17, v18, v21, v23, d25, v26, v29, v31, d33, v34, v37, v39, d41, v42, v43, v44, d
+    cdef object v1, v2, v3, v5, v7, v8, v9, v10, v11, v14, v15, d17, v18, v21, v23, d25, v26, v29, v31, d33, v34, v37, v39, d41, v42, v43, v44, v47, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1)
+    if need_at(p, 6, L, up, b'ThrottleTimeMs+ErrorCode', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = rd16(c, p + 4)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'ErrorMessage', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        need_len(p, n4, L, up, b'ErrorMessage', -1)
-        v3 = b[p:p + n4].decode('utf-8', 'backslashreplace'); p += n4
+        if need_len(p, n4, L, up, b'ErrorMessage', -1): return FAILED
+        v3 = utf8_text(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'ErrorMessage', -1)
     p = uvar_at(c, p, L, &n6, up, b'MemberId', -1)
+    if p < 0: return FAILED
     n6 -= 1
     if n6 >= 0:
-        need_len(p, n6, L, up, b'MemberId', -1)
-        v5 = b[p:p + n6].decode('utf-8', 'backslashreplace'); p += n6
+        if need_len(p, n6, L, up, b'MemberId', -1): return FAILED
+        v5 = utf8_text(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
-        fail(NEGATIVE, n6, p, L, up, b'MemberId', -1)
-    need_at(p, 20, L, up, b'MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', -1)
+        return failed(NEGATIVE, n6, p, L, up, b'MemberId', -1)
+    if need_at(p, 20, L, up, b'MemberEpoch+HeartbeatIntervalMs+TaskOffsetIntervalMs+AcceptableRecoveryLag', -1): return FAILED
     v7 = rd32(c, p + 0)
     v8 = rd32(c, p + 4)
     v9 = rd32(c, p + 8)
     v10 = rd64(c, p + 12)
     p += 20
     p = uvar_at(c, p, L, &n12, up, b'Status', -1)
+    if p < 0: return FAILED
     n12 -= 1
     if n12 >= 0:
-        if n12 * 3 > L - p: fail(SHORT_COUNT, n12, p, L, up, b'Status', -1)
+        if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Status', -1)
         B.left -= n12
-        if B.left < 0: fail(OVER_BUDGET, n12, p, L, up, b'Status', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Status', -1)
         v11 = []
         for i13 in range(n12):
-            need_at(p, 1, L, up, b'Status[{}].StatusCode', i13)
+            if need_at(p, 1, L, up, b'Status[{}].StatusCode', i13): return FAILED
             v14 = rd8(c, p + 0)
             p += 1
             p = uvar_at(c, p, L, &n16, up, b'Status[{}].StatusDetail', i13)
+            if p < 0: return FAILED
             n16 -= 1
             if n16 >= 0:
-                need_len(p, n16, L, up, b'Status[{}].StatusDetail', i13)
-                v15 = b[p:p + n16].decode('utf-8', 'backslashreplace'); p += n16
+                if need_len(p, n16, L, up, b'Status[{}].StatusDetail', i13): return FAILED
+                v15 = utf8_text(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
-                fail(NEGATIVE, n16, p, L, up, b'Status[{}].StatusDetail', i13)
+                return failed(NEGATIVE, n16, p, L, up, b'Status[{}].StatusDetail', i13)
             d17 = {"StatusCode": v14, "StatusDetail": v15}
             p = uvar_at(c, p, L, &t, up, b'Status', i13)
-            if t: p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
+                if p < 0: return FAILED
             v11.append(d17)
     elif n12 == -1:
         v11 = None
     else:
-        fail(NEGATIVE, n12, p, L, up, b'Status', -1)
+        return failed(NEGATIVE, n12, p, L, up, b'Status', -1)
     p = uvar_at(c, p, L, &n19, up, b'ActiveTasks', -1)
+    if p < 0: return FAILED
     n19 -= 1
     if n19 >= 0:
-        if n19 * 3 > L - p: fail(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
+        if n19 * 3 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
         B.left -= n19
-        if B.left < 0: fail(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
         v18 = []
         for i20 in range(n19):
             p = uvar_at(c, p, L, &n22, up, b'ActiveTasks[{}].SubtopologyId', i20)
+            if p < 0: return FAILED
             n22 -= 1
             if n22 >= 0:
-                need_len(p, n22, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
-                v21 = b[p:p + n22].decode('utf-8', 'backslashreplace'); p += n22
+                if need_len(p, n22, L, up, b'ActiveTasks[{}].SubtopologyId', i20): return FAILED
+                v21 = utf8_text(<const char*>c + p, n22); p += n22
             elif n22 == -1:
                 v21 = None
             else:
-                fail(NEGATIVE, n22, p, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
+                return failed(NEGATIVE, n22, p, L, up, b'ActiveTasks[{}].SubtopologyId', i20)
             p = uvar_at(c, p, L, &n24, up, b'ActiveTasks[{}].Partitions', i20)
+            if p < 0: return FAILED
             n24 -= 1
             if n24 >= 0:
-                if n24 * 4 > L - p: fail(SHORT_COUNT, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                if n24 * 4 > L - p: return failed(SHORT_COUNT, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
                 B.left -= n24
-                if B.left < 0: fail(OVER_BUDGET, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                if B.left < 0: return failed(OVER_BUDGET, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
                 v23 = arr_fixed(c, p, L, n24, b'i'); p += n24 * 4
             elif n24 == -1:
                 v23 = None
             else:
-                fail(NEGATIVE, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
+                return failed(NEGATIVE, n24, p, L, up, b'ActiveTasks[{}].Partitions', i20)
             d25 = {"SubtopologyId": v21, "Partitions": v23}
             p = uvar_at(c, p, L, &t, up, b'ActiveTasks', i20)
-            if t: p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
+                if p < 0: return FAILED
             v18.append(d25)
     elif n19 == -1:
         v18 = None
     else:
-        fail(NEGATIVE, n19, p, L, up, b'ActiveTasks', -1)
+        return failed(NEGATIVE, n19, p, L, up, b'ActiveTasks', -1)
     p = uvar_at(c, p, L, &n27, up, b'StandbyTasks', -1)
+    if p < 0: return FAILED
     n27 -= 1
     if n27 >= 0:
-        if n27 * 3 > L - p: fail(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
+        if n27 * 3 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
         B.left -= n27
-        if B.left < 0: fail(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
         v26 = []
         for i28 in range(n27):
             p = uvar_at(c, p, L, &n30, up, b'StandbyTasks[{}].SubtopologyId', i28)
+            if p < 0: return FAILED
             n30 -= 1
             if n30 >= 0:
-                need_len(p, n30, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
-                v29 = b[p:p + n30].decode('utf-8', 'backslashreplace'); p += n30
+                if need_len(p, n30, L, up, b'StandbyTasks[{}].SubtopologyId', i28): return FAILED
+                v29 = utf8_text(<const char*>c + p, n30); p += n30
             elif n30 == -1:
                 v29 = None
             else:
-                fail(NEGATIVE, n30, p, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
+                return failed(NEGATIVE, n30, p, L, up, b'StandbyTasks[{}].SubtopologyId', i28)
             p = uvar_at(c, p, L, &n32, up, b'StandbyTasks[{}].Partitions', i28)
+            if p < 0: return FAILED
             n32 -= 1
             if n32 >= 0:
-                if n32 * 4 > L - p: fail(SHORT_COUNT, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                if n32 * 4 > L - p: return failed(SHORT_COUNT, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
                 B.left -= n32
-                if B.left < 0: fail(OVER_BUDGET, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                if B.left < 0: return failed(OVER_BUDGET, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
                 v31 = arr_fixed(c, p, L, n32, b'i'); p += n32 * 4
             elif n32 == -1:
                 v31 = None
             else:
-                fail(NEGATIVE, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
+                return failed(NEGATIVE, n32, p, L, up, b'StandbyTasks[{}].Partitions', i28)
             d33 = {"SubtopologyId": v29, "Partitions": v31}
             p = uvar_at(c, p, L, &t, up, b'StandbyTasks', i28)
-            if t: p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
+                if p < 0: return FAILED
             v26.append(d33)
     elif n27 == -1:
         v26 = None
     else:
-        fail(NEGATIVE, n27, p, L, up, b'StandbyTasks', -1)
+        return failed(NEGATIVE, n27, p, L, up, b'StandbyTasks', -1)
     p = uvar_at(c, p, L, &n35, up, b'WarmupTasks', -1)
+    if p < 0: return FAILED
     n35 -= 1
     if n35 >= 0:
-        if n35 * 3 > L - p: fail(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
+        if n35 * 3 > L - p: return failed(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
         B.left -= n35
-        if B.left < 0: fail(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
         v34 = []
         for i36 in range(n35):
             p = uvar_at(c, p, L, &n38, up, b'WarmupTasks[{}].SubtopologyId', i36)
+            if p < 0: return FAILED
             n38 -= 1
             if n38 >= 0:
-                need_len(p, n38, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
-                v37 = b[p:p + n38].decode('utf-8', 'backslashreplace'); p += n38
+                if need_len(p, n38, L, up, b'WarmupTasks[{}].SubtopologyId', i36): return FAILED
+                v37 = utf8_text(<const char*>c + p, n38); p += n38
             elif n38 == -1:
                 v37 = None
             else:
-                fail(NEGATIVE, n38, p, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
+                return failed(NEGATIVE, n38, p, L, up, b'WarmupTasks[{}].SubtopologyId', i36)
             p = uvar_at(c, p, L, &n40, up, b'WarmupTasks[{}].Partitions', i36)
+            if p < 0: return FAILED
             n40 -= 1
             if n40 >= 0:
-                if n40 * 4 > L - p: fail(SHORT_COUNT, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                if n40 * 4 > L - p: return failed(SHORT_COUNT, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
                 B.left -= n40
-                if B.left < 0: fail(OVER_BUDGET, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                if B.left < 0: return failed(OVER_BUDGET, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
                 v39 = arr_fixed(c, p, L, n40, b'i'); p += n40 * 4
             elif n40 == -1:
                 v39 = None
             else:
-                fail(NEGATIVE, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
+                return failed(NEGATIVE, n40, p, L, up, b'WarmupTasks[{}].Partitions', i36)
             d41 = {"SubtopologyId": v37, "Partitions": v39}
             p = uvar_at(c, p, L, &t, up, b'WarmupTasks', i36)
-            if t: p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
+                if p < 0: return FAILED
             v34.append(d41)
     elif n35 == -1:
         v34 = None
     else:
-        fail(NEGATIVE, n35, p, L, up, b'WarmupTasks', -1)
-    need_at(p, 5, L, up, b'TopologyDescriptionRequired+EndpointInformationEpoch', -1)
+        return failed(NEGATIVE, n35, p, L, up, b'WarmupTasks', -1)
+    if need_at(p, 5, L, up, b'TopologyDescriptionRequired+EndpointInformationEpoch', -1): return FAILED
     v42 = (c[p + 0] != 0)
     v43 = rd32(c, p + 1)
     p += 5
     p = uvar_at(c, p, L, &n45, up, b'PartitionsByUserEndpoint', -1)
+    if p < 0: return FAILED
     n45 -= 1
     if n45 >= 0:
-        if n45 * 7 > L - p: fail(SHORT_COUNT, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
+        if n45 * 7 > L - p: return failed(SHORT_COUNT, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
         B.left -= n45
-        if B.left < 0: fail(OVER_BUDGET, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
         v44 = []
         for i46 in range(n45):
             w.name = b'PartitionsByUserEndpoint'; w.index = i46
-            v44.append(_f5(b, c, L, &p, B, &w))
+            v47 = _f5(b, c, L, &p, B, &w)
+            if v47 is FAILED: return FAILED
+            v44.append(v47)
     elif n45 == -1:
         v44 = None
     else:
-        fail(NEGATIVE, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
+        return failed(NEGATIVE, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
     d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "TaskOffsetIntervalMs": v9, "AcceptableRecoveryLag": v10, "Status": v11, "ActiveTasks": v18, "StandbyTasks": v26, "WarmupTasks": v34, "TopologyDescriptionRequired": v42, "EndpointInformationEpoch": v43, "PartitionsByUserEndpoint": v44}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w4(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f4(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w6(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f6(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w7(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f7(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 _T0 = {}
 
 REQUEST = {0: _w4, 1: _w4}
 RESPONSE = {0: _w6, 1: _w7}
-BUILD_HASH = '42459a7ed0ca4190'
+BUILD_HASH = 'eb9c3f89e51ef1f3'

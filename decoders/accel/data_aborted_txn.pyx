@@ -2,16 +2,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 32, L, up, b'ProducerId+FirstOffset+LastOffset+LastStableOffset', -1)
+    if need_at(p, 32, L, up, b'ProducerId+FirstOffset+LastOffset+LastStableOffset', -1): return FAILED
     v1 = rd64(c, p + 0)
     v2 = rd64(c, p + 8)
     v3 = rd64(c, p + 16)
@@ -23,8 +28,17 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 
 VERSIONS = {0: _w0}
-BUILD_HASH = 'f7600479350fb062'
+QUIET_VERSIONS = {0: _q0}
+BUILD_HASH = '49b829c4ee194922'

@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,64 +18,64 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i9
     cdef object v1, v2, v4, v6, v7, v10, v12, d14, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Error', -1)
+    if need_at(p, 2, L, up, b'Error', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'Leader', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Leader', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Leader', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Leader', -1)
-    need_at(p, 2, L, up, b'LeaderUrl', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'LeaderUrl', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'LeaderUrl', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'LeaderUrl', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'LeaderUrl', -1)
-    need_at(p, 8, L, up, b'ConfigOffset', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'LeaderUrl', -1)
+    if need_at(p, 8, L, up, b'ConfigOffset', -1): return FAILED
     v6 = rd64(c, p + 0)
     p += 8
-    need_at(p, 4, L, up, b'Assignment', -1)
+    if need_at(p, 4, L, up, b'Assignment', -1): return FAILED
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
-        if n8 * 6 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
+        if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
         v7 = []
         for i9 in range(n8):
-            need_at(p, 2, L, up, b'Assignment[{}].Connector', i9)
+            if need_at(p, 2, L, up, b'Assignment[{}].Connector', i9): return FAILED
             n11 = rd16(c, p); p += 2
             if n11 >= 0:
-                need_len(p, n11, L, up, b'Assignment[{}].Connector', i9)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'Assignment[{}].Connector', i9): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'Assignment[{}].Connector', i9)
-            need_at(p, 4, L, up, b'Assignment[{}].Tasks', i9)
+                return failed(NEGATIVE, n11, p, L, up, b'Assignment[{}].Connector', i9)
+            if need_at(p, 4, L, up, b'Assignment[{}].Tasks', i9): return FAILED
             n13 = rd32(c, p); p += 4
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Assignment[{}].Tasks', i9)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Assignment[{}].Tasks', i9)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                return failed(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
             d14 = {"Connector": v10, "Tasks": v12}
             v7.append(d14)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Assignment', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Assignment', -1)
     d = {"Error": v1, "Leader": v2, "LeaderUrl": v4, "ConfigOffset": v6, "Assignment": v7}
     pp[0] = p
     return d
@@ -80,99 +85,99 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i9, i17
     cdef object v1, v2, v4, v6, v7, v10, v12, d14, v15, v18, v20, d22, v23, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Error', -1)
+    if need_at(p, 2, L, up, b'Error', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
-    need_at(p, 2, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'Leader', -1): return FAILED
     n3 = rd16(c, p); p += 2
     if n3 >= 0:
-        need_len(p, n3, L, up, b'Leader', -1)
-        v2 = b[p:p + n3].decode('utf-8', 'backslashreplace'); p += n3
+        if need_len(p, n3, L, up, b'Leader', -1): return FAILED
+        v2 = utf8_text(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Leader', -1)
-    need_at(p, 2, L, up, b'LeaderUrl', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Leader', -1)
+    if need_at(p, 2, L, up, b'LeaderUrl', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'LeaderUrl', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'LeaderUrl', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'LeaderUrl', -1)
-    need_at(p, 8, L, up, b'ConfigOffset', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'LeaderUrl', -1)
+    if need_at(p, 8, L, up, b'ConfigOffset', -1): return FAILED
     v6 = rd64(c, p + 0)
     p += 8
-    need_at(p, 4, L, up, b'Assignment', -1)
+    if need_at(p, 4, L, up, b'Assignment', -1): return FAILED
     n8 = rd32(c, p); p += 4
     if n8 >= 0:
-        if n8 * 6 > L - p: fail(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
+        if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
         B.left -= n8
-        if B.left < 0: fail(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
         v7 = []
         for i9 in range(n8):
-            need_at(p, 2, L, up, b'Assignment[{}].Connector', i9)
+            if need_at(p, 2, L, up, b'Assignment[{}].Connector', i9): return FAILED
             n11 = rd16(c, p); p += 2
             if n11 >= 0:
-                need_len(p, n11, L, up, b'Assignment[{}].Connector', i9)
-                v10 = b[p:p + n11].decode('utf-8', 'backslashreplace'); p += n11
+                if need_len(p, n11, L, up, b'Assignment[{}].Connector', i9): return FAILED
+                v10 = utf8_text(<const char*>c + p, n11); p += n11
             elif n11 == -1:
                 v10 = None
             else:
-                fail(NEGATIVE, n11, p, L, up, b'Assignment[{}].Connector', i9)
-            need_at(p, 4, L, up, b'Assignment[{}].Tasks', i9)
+                return failed(NEGATIVE, n11, p, L, up, b'Assignment[{}].Connector', i9)
+            if need_at(p, 4, L, up, b'Assignment[{}].Tasks', i9): return FAILED
             n13 = rd32(c, p); p += 4
             if n13 >= 0:
-                if n13 * 4 > L - p: fail(SHORT_COUNT, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Assignment[{}].Tasks', i9)
                 B.left -= n13
-                if B.left < 0: fail(OVER_BUDGET, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Assignment[{}].Tasks', i9)
                 v12 = arr_fixed(c, p, L, n13, b'i'); p += n13 * 4
             elif n13 == -1:
                 v12 = None
             else:
-                fail(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
+                return failed(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
             d14 = {"Connector": v10, "Tasks": v12}
             v7.append(d14)
     elif n8 == -1:
         v7 = None
     else:
-        fail(NEGATIVE, n8, p, L, up, b'Assignment', -1)
-    need_at(p, 4, L, up, b'Revoked', -1)
+        return failed(NEGATIVE, n8, p, L, up, b'Assignment', -1)
+    if need_at(p, 4, L, up, b'Revoked', -1): return FAILED
     n16 = rd32(c, p); p += 4
     if n16 >= 0:
-        if n16 * 6 > L - p: fail(SHORT_COUNT, n16, p, L, up, b'Revoked', -1)
+        if n16 * 6 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Revoked', -1)
         B.left -= n16
-        if B.left < 0: fail(OVER_BUDGET, n16, p, L, up, b'Revoked', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Revoked', -1)
         v15 = []
         for i17 in range(n16):
-            need_at(p, 2, L, up, b'Revoked[{}].Connector', i17)
+            if need_at(p, 2, L, up, b'Revoked[{}].Connector', i17): return FAILED
             n19 = rd16(c, p); p += 2
             if n19 >= 0:
-                need_len(p, n19, L, up, b'Revoked[{}].Connector', i17)
-                v18 = b[p:p + n19].decode('utf-8', 'backslashreplace'); p += n19
+                if need_len(p, n19, L, up, b'Revoked[{}].Connector', i17): return FAILED
+                v18 = utf8_text(<const char*>c + p, n19); p += n19
             elif n19 == -1:
                 v18 = None
             else:
-                fail(NEGATIVE, n19, p, L, up, b'Revoked[{}].Connector', i17)
-            need_at(p, 4, L, up, b'Revoked[{}].Tasks', i17)
+                return failed(NEGATIVE, n19, p, L, up, b'Revoked[{}].Connector', i17)
+            if need_at(p, 4, L, up, b'Revoked[{}].Tasks', i17): return FAILED
             n21 = rd32(c, p); p += 4
             if n21 >= 0:
-                if n21 * 4 > L - p: fail(SHORT_COUNT, n21, p, L, up, b'Revoked[{}].Tasks', i17)
+                if n21 * 4 > L - p: return failed(SHORT_COUNT, n21, p, L, up, b'Revoked[{}].Tasks', i17)
                 B.left -= n21
-                if B.left < 0: fail(OVER_BUDGET, n21, p, L, up, b'Revoked[{}].Tasks', i17)
+                if B.left < 0: return failed(OVER_BUDGET, n21, p, L, up, b'Revoked[{}].Tasks', i17)
                 v20 = arr_fixed(c, p, L, n21, b'i'); p += n21 * 4
             elif n21 == -1:
                 v20 = None
             else:
-                fail(NEGATIVE, n21, p, L, up, b'Revoked[{}].Tasks', i17)
+                return failed(NEGATIVE, n21, p, L, up, b'Revoked[{}].Tasks', i17)
             d22 = {"Connector": v18, "Tasks": v20}
             v15.append(d22)
     elif n16 == -1:
         v15 = None
     else:
-        fail(NEGATIVE, n16, p, L, up, b'Revoked', -1)
-    need_at(p, 4, L, up, b'Delay', -1)
+        return failed(NEGATIVE, n16, p, L, up, b'Revoked', -1)
+    if need_at(p, 4, L, up, b'Delay', -1): return FAILED
     v23 = rd32(c, p + 0)
     p += 4
     d = {"Error": v1, "Leader": v2, "LeaderUrl": v4, "ConfigOffset": v6, "Assignment": v7, "Revoked": v15, "Delay": v23}
@@ -181,12 +186,29 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w1}
-BUILD_HASH = 'd6f32eafe2352078'
+QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q1}
+BUILD_HASH = '35c6d3bcc194a6ad'

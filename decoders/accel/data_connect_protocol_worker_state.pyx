@@ -2,26 +2,31 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long n2
     cdef object v1, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Url', -1)
+    if need_at(p, 2, L, up, b'Url', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Url', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Url', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Url', -1)
-    need_at(p, 8, L, up, b'ConfigOffset', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Url', -1)
+    if need_at(p, 8, L, up, b'ConfigOffset', -1): return FAILED
     v3 = rd64(c, p + 0)
     p += 8
     d = {"Url": v1, "ConfigOffset": v3}
@@ -32,39 +37,56 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n2, n5
     cdef object v1, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Url', -1)
+    if need_at(p, 2, L, up, b'Url', -1): return FAILED
     n2 = rd16(c, p); p += 2
     if n2 >= 0:
-        need_len(p, n2, L, up, b'Url', -1)
-        v1 = b[p:p + n2].decode('utf-8', 'backslashreplace'); p += n2
+        if need_len(p, n2, L, up, b'Url', -1): return FAILED
+        v1 = utf8_text(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Url', -1)
-    need_at(p, 8, L, up, b'ConfigOffset', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Url', -1)
+    if need_at(p, 8, L, up, b'ConfigOffset', -1): return FAILED
     v3 = rd64(c, p + 0)
     p += 8
-    need_at(p, 4, L, up, b'Allocation', -1)
+    if need_at(p, 4, L, up, b'Allocation', -1): return FAILED
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
-        need_len(p, n5, L, up, b'Allocation', -1)
+        if need_len(p, n5, L, up, b'Allocation', -1): return FAILED
         v4 = b[p:p + n5]; p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'Allocation', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'Allocation', -1)
     d = {"Url": v1, "ConfigOffset": v3, "Allocation": v4}
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w1}
-BUILD_HASH = 'bf7648f9cd9d99f2'
+QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q1}
+BUILD_HASH = '7e31e333ee4c1dfa'

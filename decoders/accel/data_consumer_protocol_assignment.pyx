@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,57 +18,66 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, d8, v9, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'AssignedPartitions', -1)
+    if need_at(p, 4, L, up, b'AssignedPartitions', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 6 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'AssignedPartitions', -1)
+        if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'AssignedPartitions', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'AssignedPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'AssignedPartitions', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'AssignedPartitions[{}].Topic', i3)
+            if need_at(p, 2, L, up, b'AssignedPartitions[{}].Topic', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'AssignedPartitions[{}].Topic', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'AssignedPartitions[{}].Topic', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'AssignedPartitions[{}].Topic', i3)
-            need_at(p, 4, L, up, b'AssignedPartitions[{}].Partitions', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'AssignedPartitions[{}].Topic', i3)
+            if need_at(p, 4, L, up, b'AssignedPartitions[{}].Partitions', i3): return FAILED
             n7 = rd32(c, p); p += 4
             if n7 >= 0:
-                if n7 * 4 > L - p: fail(SHORT_COUNT, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
+                if n7 * 4 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
                 B.left -= n7
-                if B.left < 0: fail(OVER_BUDGET, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
+                if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
                 v6 = arr_fixed(c, p, L, n7, b'i'); p += n7 * 4
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
+                return failed(NEGATIVE, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
             d8 = {"Topic": v4, "Partitions": v6}
             v1.append(d8)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'AssignedPartitions', -1)
-    need_at(p, 4, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'AssignedPartitions', -1)
+    if need_at(p, 4, L, up, b'UserData', -1): return FAILED
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
-        need_len(p, n10, L, up, b'UserData', -1)
+        if need_len(p, n10, L, up, b'UserData', -1): return FAILED
         v9 = b[p:p + n10]; p += n10
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'UserData', -1)
     d = {"AssignedPartitions": v1, "UserData": v9}
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 
 VERSIONS = {0: _w0, 1: _w0, 2: _w0, 3: _w0}
-BUILD_HASH = 'c758429872512c2b'
+QUIET_VERSIONS = {0: _q0, 1: _q0, 2: _q0, 3: _q0}
+BUILD_HASH = '6e153274213d6be8'

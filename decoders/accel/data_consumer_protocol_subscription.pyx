@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,37 +18,37 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3
     cdef object v1, v4, v6, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics', i3)
+            if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
             v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'UserData', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        need_len(p, n7, L, up, b'UserData', -1)
+        if need_len(p, n7, L, up, b'UserData', -1): return FAILED
         v6 = b[p:p + n7]; p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'UserData', -1)
     d = {"Topics": v1, "UserData": v6}
     pp[0] = p
     return d
@@ -53,71 +58,71 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3, i10
     cdef object v1, v4, v6, v8, v11, v13, d15, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics', i3)
+            if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
             v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'UserData', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        need_len(p, n7, L, up, b'UserData', -1)
+        if need_len(p, n7, L, up, b'UserData', -1): return FAILED
         v6 = b[p:p + n7]; p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'UserData', -1)
-    need_at(p, 4, L, up, b'OwnedPartitions', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'UserData', -1)
+    if need_at(p, 4, L, up, b'OwnedPartitions', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
             if n12 >= 0:
-                need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
-            need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
     d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8}
     pp[0] = p
     return d
@@ -127,72 +132,72 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3, i10
     cdef object v1, v4, v6, v8, v11, v13, d15, v16, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics', i3)
+            if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
             v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'UserData', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        need_len(p, n7, L, up, b'UserData', -1)
+        if need_len(p, n7, L, up, b'UserData', -1): return FAILED
         v6 = b[p:p + n7]; p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'UserData', -1)
-    need_at(p, 4, L, up, b'OwnedPartitions', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'UserData', -1)
+    if need_at(p, 4, L, up, b'OwnedPartitions', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
             if n12 >= 0:
-                need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
-            need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v16 = rd32(c, p + 0)
     p += 4
     d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v16}
@@ -204,103 +209,136 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i3, i10
     cdef object v1, v4, v6, v8, v11, v13, d15, v16, v17, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'Topics', -1): return FAILED
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
-        if n2 * 2 > L - p: fail(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
+        if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
-        if B.left < 0: fail(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
         v1 = []
         for i3 in range(n2):
-            need_at(p, 2, L, up, b'Topics', i3)
+            if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
             if n5 >= 0:
-                need_len(p, n5, L, up, b'Topics', i3)
-                v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+                if need_len(p, n5, L, up, b'Topics', i3): return FAILED
+                v4 = utf8_text(<const char*>c + p, n5); p += n5
             elif n5 == -1:
                 v4 = None
             else:
-                fail(NEGATIVE, n5, p, L, up, b'Topics', i3)
+                return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
             v1.append(v4)
     elif n2 == -1:
         v1 = None
     else:
-        fail(NEGATIVE, n2, p, L, up, b'Topics', -1)
-    need_at(p, 4, L, up, b'UserData', -1)
+        return failed(NEGATIVE, n2, p, L, up, b'Topics', -1)
+    if need_at(p, 4, L, up, b'UserData', -1): return FAILED
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
-        need_len(p, n7, L, up, b'UserData', -1)
+        if need_len(p, n7, L, up, b'UserData', -1): return FAILED
         v6 = b[p:p + n7]; p += n7
     elif n7 == -1:
         v6 = None
     else:
-        fail(NEGATIVE, n7, p, L, up, b'UserData', -1)
-    need_at(p, 4, L, up, b'OwnedPartitions', -1)
+        return failed(NEGATIVE, n7, p, L, up, b'UserData', -1)
+    if need_at(p, 4, L, up, b'OwnedPartitions', -1): return FAILED
     n9 = rd32(c, p); p += 4
     if n9 >= 0:
-        if n9 * 6 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
+        if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
             if n12 >= 0:
-                need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10)
-                v11 = b[p:p + n12].decode('utf-8', 'backslashreplace'); p += n12
+                if need_len(p, n12, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
+                v11 = utf8_text(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
-                fail(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
-            need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n12, p, L, up, b'OwnedPartitions[{}].Topic', i10)
+            if need_at(p, 4, L, up, b'OwnedPartitions[{}].Partitions', i10): return FAILED
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
-                if n14 * 4 > L - p: fail(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 B.left -= n14
-                if B.left < 0: fail(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
                 v13 = arr_fixed(c, p, L, n14, b'i'); p += n14 * 4
             elif n14 == -1:
                 v13 = None
             else:
-                fail(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
+                return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
             v8.append(d15)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
-    need_at(p, 4, L, up, b'GenerationId', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'OwnedPartitions', -1)
+    if need_at(p, 4, L, up, b'GenerationId', -1): return FAILED
     v16 = rd32(c, p + 0)
     p += 4
-    need_at(p, 2, L, up, b'RackId', -1)
+    if need_at(p, 2, L, up, b'RackId', -1): return FAILED
     n18 = rd16(c, p); p += 2
     if n18 >= 0:
-        need_len(p, n18, L, up, b'RackId', -1)
-        v17 = b[p:p + n18].decode('utf-8', 'backslashreplace'); p += n18
+        if need_len(p, n18, L, up, b'RackId', -1): return FAILED
+        v17 = utf8_text(<const char*>c + p, n18); p += n18
     elif n18 == -1:
         v17 = None
     else:
-        fail(NEGATIVE, n18, p, L, up, b'RackId', -1)
+        return failed(NEGATIVE, n18, p, L, up, b'RackId', -1)
     d = {"Topics": v1, "UserData": v6, "OwnedPartitions": v8, "GenerationId": v16, "RackId": v17}
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w3(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q3(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f3(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w2, 3: _w3}
-BUILD_HASH = '5d3c81bfe395eeef'
+QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q2, 3: _q3}
+BUILD_HASH = '531f3d7f025de2c9'

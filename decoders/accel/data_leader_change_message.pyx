@@ -2,10 +2,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
@@ -13,51 +18,62 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5, i10
     cdef object v1, v2, v3, v6, d7, v8, v11, d12, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'Version+LeaderId', -1)
+    if need_at(p, 6, L, up, b'Version+LeaderId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd32(c, p + 2)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'Voters', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 5 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
+        if n4 * 5 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 4, L, up, b'Voters[{}].VoterId', i5)
+            if need_at(p, 4, L, up, b'Voters[{}].VoterId', i5): return FAILED
             v6 = rd32(c, p + 0)
             p += 4
             d7 = {"VoterId": v6}
             p = uvar_at(c, p, L, &t, up, b'Voters', i5)
-            if t: p = tags_at(b, p, t, _T0, d7, B, up, b'Voters', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d7, B, up, b'Voters', i5)
+                if p < 0: return FAILED
             v3.append(d7)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Voters', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Voters', -1)
     p = uvar_at(c, p, L, &n9, up, b'GrantingVoters', -1)
+    if p < 0: return FAILED
     n9 -= 1
     if n9 >= 0:
-        if n9 * 5 > L - p: fail(SHORT_COUNT, n9, p, L, up, b'GrantingVoters', -1)
+        if n9 * 5 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'GrantingVoters', -1)
         B.left -= n9
-        if B.left < 0: fail(OVER_BUDGET, n9, p, L, up, b'GrantingVoters', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'GrantingVoters', -1)
         v8 = []
         for i10 in range(n9):
-            need_at(p, 4, L, up, b'GrantingVoters[{}].VoterId', i10)
+            if need_at(p, 4, L, up, b'GrantingVoters[{}].VoterId', i10): return FAILED
             v11 = rd32(c, p + 0)
             p += 4
             d12 = {"VoterId": v11}
             p = uvar_at(c, p, L, &t, up, b'GrantingVoters', i10)
-            if t: p = tags_at(b, p, t, _T0, d12, B, up, b'GrantingVoters', i10)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d12, B, up, b'GrantingVoters', i10)
+                if p < 0: return FAILED
             v8.append(d12)
     elif n9 == -1:
         v8 = None
     else:
-        fail(NEGATIVE, n9, p, L, up, b'GrantingVoters', -1)
+        return failed(NEGATIVE, n9, p, L, up, b'GrantingVoters', -1)
     d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v8}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -66,65 +82,93 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef Py_ssize_t i5, i11
     cdef object v1, v2, v3, v6, v7, d8, v9, v12, v13, d14, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 6, L, up, b'Version+LeaderId', -1)
+    if need_at(p, 6, L, up, b'Version+LeaderId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd32(c, p + 2)
     p += 6
     p = uvar_at(c, p, L, &n4, up, b'Voters', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 21 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
+        if n4 * 21 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
         v3 = []
         for i5 in range(n4):
-            need_at(p, 20, L, up, b'Voters[{}].VoterId+VoterDirectoryId', i5)
+            if need_at(p, 20, L, up, b'Voters[{}].VoterId+VoterDirectoryId', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = _rt.uuid(b[p + 4:p + 4 + 16])
             p += 20
             d8 = {"VoterId": v6, "VoterDirectoryId": v7}
             p = uvar_at(c, p, L, &t, up, b'Voters', i5)
-            if t: p = tags_at(b, p, t, _T0, d8, B, up, b'Voters', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d8, B, up, b'Voters', i5)
+                if p < 0: return FAILED
             v3.append(d8)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Voters', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Voters', -1)
     p = uvar_at(c, p, L, &n10, up, b'GrantingVoters', -1)
+    if p < 0: return FAILED
     n10 -= 1
     if n10 >= 0:
-        if n10 * 21 > L - p: fail(SHORT_COUNT, n10, p, L, up, b'GrantingVoters', -1)
+        if n10 * 21 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'GrantingVoters', -1)
         B.left -= n10
-        if B.left < 0: fail(OVER_BUDGET, n10, p, L, up, b'GrantingVoters', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'GrantingVoters', -1)
         v9 = []
         for i11 in range(n10):
-            need_at(p, 20, L, up, b'GrantingVoters[{}].VoterId+VoterDirectoryId', i11)
+            if need_at(p, 20, L, up, b'GrantingVoters[{}].VoterId+VoterDirectoryId', i11): return FAILED
             v12 = rd32(c, p + 0)
             v13 = _rt.uuid(b[p + 4:p + 4 + 16])
             p += 20
             d14 = {"VoterId": v12, "VoterDirectoryId": v13}
             p = uvar_at(c, p, L, &t, up, b'GrantingVoters', i11)
-            if t: p = tags_at(b, p, t, _T0, d14, B, up, b'GrantingVoters', i11)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d14, B, up, b'GrantingVoters', i11)
+                if p < 0: return FAILED
             v9.append(d14)
     elif n10 == -1:
         v9 = None
     else:
-        fail(NEGATIVE, n10, p, L, up, b'GrantingVoters', -1)
+        return failed(NEGATIVE, n10, p, L, up, b'GrantingVoters', -1)
     d = {"Version": v1, "LeaderId": v2, "Voters": v3, "GrantingVoters": v9}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 _T0 = {}
 
 VERSIONS = {0: _w0, 1: _w1}
-BUILD_HASH = 'aec360246831ec6c'
+QUIET_VERSIONS = {0: _q0, 1: _q1}
+BUILD_HASH = '4da4133058d2750b'

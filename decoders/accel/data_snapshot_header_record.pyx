@@ -2,31 +2,48 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 10, L, up, b'Version+LastContainedLogTimestamp', -1)
+    if need_at(p, 10, L, up, b'Version+LastContainedLogTimestamp', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd64(c, p + 2)
     p += 10
     d = {"Version": v1, "LastContainedLogTimestamp": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 _T0 = {}
 
 VERSIONS = {0: _w0}
-BUILD_HASH = '03b5d1dc36cfe9fd'
+QUIET_VERSIONS = {0: _q0}
+BUILD_HASH = '75ec77de00ac24ab'

@@ -2,23 +2,31 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef long long t
     cdef object v1, v2, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 4, L, up, b'MinSupportedVersion+MaxSupportedVersion', -1)
+    if need_at(p, 4, L, up, b'MinSupportedVersion+MaxSupportedVersion', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd16(c, p + 2)
     p += 4
     d = {"MinSupportedVersion": v1, "MaxSupportedVersion": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -29,51 +37,61 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef object v1, v2, v3, v6, v8, v10, d11, v12, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 20, L, up, b'VoterId+VoterDirectoryId', -1)
+    if need_at(p, 20, L, up, b'VoterId+VoterDirectoryId', -1): return FAILED
     v1 = rd32(c, p + 0)
     v2 = _rt.uuid(b[p + 4:p + 4 + 16])
     p += 20
     p = uvar_at(c, p, L, &n4, up, b'Endpoints', -1)
+    if p < 0: return FAILED
     n4 -= 1
     if n4 >= 0:
-        if n4 * 5 > L - p: fail(SHORT_COUNT, n4, p, L, up, b'Endpoints', -1)
+        if n4 * 5 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Endpoints', -1)
         B.left -= n4
-        if B.left < 0: fail(OVER_BUDGET, n4, p, L, up, b'Endpoints', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Endpoints', -1)
         v3 = []
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Endpoints[{}].Name', i5)
+            if p < 0: return FAILED
             n7 -= 1
             if n7 >= 0:
-                need_len(p, n7, L, up, b'Endpoints[{}].Name', i5)
-                v6 = b[p:p + n7].decode('utf-8', 'backslashreplace'); p += n7
+                if need_len(p, n7, L, up, b'Endpoints[{}].Name', i5): return FAILED
+                v6 = utf8_text(<const char*>c + p, n7); p += n7
             elif n7 == -1:
                 v6 = None
             else:
-                fail(NEGATIVE, n7, p, L, up, b'Endpoints[{}].Name', i5)
+                return failed(NEGATIVE, n7, p, L, up, b'Endpoints[{}].Name', i5)
             p = uvar_at(c, p, L, &n9, up, b'Endpoints[{}].Host', i5)
+            if p < 0: return FAILED
             n9 -= 1
             if n9 >= 0:
-                need_len(p, n9, L, up, b'Endpoints[{}].Host', i5)
-                v8 = b[p:p + n9].decode('utf-8', 'backslashreplace'); p += n9
+                if need_len(p, n9, L, up, b'Endpoints[{}].Host', i5): return FAILED
+                v8 = utf8_text(<const char*>c + p, n9); p += n9
             elif n9 == -1:
                 v8 = None
             else:
-                fail(NEGATIVE, n9, p, L, up, b'Endpoints[{}].Host', i5)
-            need_at(p, 2, L, up, b'Endpoints[{}].Port', i5)
+                return failed(NEGATIVE, n9, p, L, up, b'Endpoints[{}].Host', i5)
+            if need_at(p, 2, L, up, b'Endpoints[{}].Port', i5): return FAILED
             v10 = ru16(c, p + 0)
             p += 2
             d11 = {"Name": v6, "Host": v8, "Port": v10}
             p = uvar_at(c, p, L, &t, up, b'Endpoints', i5)
-            if t: p = tags_at(b, p, t, _T0, d11, B, up, b'Endpoints', i5)
+            if p < 0: return FAILED
+            if t:
+                p = tags_at(b, p, t, _T0, d11, B, up, b'Endpoints', i5)
+                if p < 0: return FAILED
             v3.append(d11)
     elif n4 == -1:
         v3 = None
     else:
-        fail(NEGATIVE, n4, p, L, up, b'Endpoints', -1)
+        return failed(NEGATIVE, n4, p, L, up, b'Endpoints', -1)
     w.name = b'KRaftVersionFeature'; w.index = -1; v12 = _f0(b, c, L, &p, B, &w)
+    if v12 is FAILED: return FAILED
     d = {"VoterId": v1, "VoterDirectoryId": v2, "Endpoints": v3, "KRaftVersionFeature": v12}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
@@ -81,37 +99,52 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n3, t
     cdef Where w
     cdef Py_ssize_t i4
-    cdef object v1, v2, d
+    cdef object v1, v2, v5, d
     w.up = up
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 2, L, up, b'Version', -1)
+    if need_at(p, 2, L, up, b'Version', -1): return FAILED
     v1 = rd16(c, p + 0)
     p += 2
     p = uvar_at(c, p, L, &n3, up, b'Voters', -1)
+    if p < 0: return FAILED
     n3 -= 1
     if n3 >= 0:
-        if n3 * 27 > L - p: fail(SHORT_COUNT, n3, p, L, up, b'Voters', -1)
+        if n3 * 27 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Voters', -1)
         B.left -= n3
-        if B.left < 0: fail(OVER_BUDGET, n3, p, L, up, b'Voters', -1)
+        if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Voters', -1)
         v2 = []
         for i4 in range(n3):
             w.name = b'Voters'; w.index = i4
-            v2.append(_f1(b, c, L, &p, B, &w))
+            v5 = _f1(b, c, L, &p, B, &w)
+            if v5 is FAILED: return FAILED
+            v2.append(v5)
     elif n3 == -1:
         v2 = None
     else:
-        fail(NEGATIVE, n3, p, L, up, b'Voters', -1)
+        return failed(NEGATIVE, n3, p, L, up, b'Voters', -1)
     d = {"Version": v1, "Voters": v2}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 _T0 = {}
 
 VERSIONS = {0: _w2}
-BUILD_HASH = '11f6cba38b3d21a1'
+QUIET_VERSIONS = {0: _q2}
+BUILD_HASH = 'fc26a20556621966'

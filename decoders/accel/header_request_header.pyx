@@ -2,16 +2,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True, infer_types=False
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
+from decoders.accel._utf8 cimport utf8_text
 
 from decoders.element_budget cimport ElementBudget
 
 from decoders import _runtime as _rt
+from decoders.accel._where import FAILED as _FAILED
+
+# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).
+cdef object FAILED = _FAILED
 
 
 cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, ElementBudget B, Where* up):
     cdef object v1, v2, v3, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1)
+    if need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd16(c, p + 2)
     v3 = rd32(c, p + 4)
@@ -24,20 +29,20 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n5
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1)
+    if need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd16(c, p + 2)
     v3 = rd32(c, p + 4)
     p += 8
-    need_at(p, 2, L, up, b'ClientId', -1)
+    if need_at(p, 2, L, up, b'ClientId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ClientId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ClientId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ClientId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ClientId', -1)
     d = {"RequestApiKey": v1, "RequestApiVersion": v2, "CorrelationId": v3, "ClientId": v4}
     pp[0] = p
     return d
@@ -46,39 +51,67 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     cdef long long n5, t
     cdef object v1, v2, v3, v4, d
     cdef Py_ssize_t p = pp[0]
-    need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1)
+    if need_at(p, 8, L, up, b'RequestApiKey+RequestApiVersion+CorrelationId', -1): return FAILED
     v1 = rd16(c, p + 0)
     v2 = rd16(c, p + 2)
     v3 = rd32(c, p + 4)
     p += 8
-    need_at(p, 2, L, up, b'ClientId', -1)
+    if need_at(p, 2, L, up, b'ClientId', -1): return FAILED
     n5 = rd16(c, p); p += 2
     if n5 >= 0:
-        need_len(p, n5, L, up, b'ClientId', -1)
-        v4 = b[p:p + n5].decode('utf-8', 'backslashreplace'); p += n5
+        if need_len(p, n5, L, up, b'ClientId', -1): return FAILED
+        v4 = utf8_text(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
-        fail(NEGATIVE, n5, p, L, up, b'ClientId', -1)
+        return failed(NEGATIVE, n5, p, L, up, b'ClientId', -1)
     d = {"RequestApiKey": v1, "RequestApiVersion": v2, "CorrelationId": v3, "ClientId": v4}
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
-    if t: p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+    if p < 0: return FAILED
+    if t:
+        p = tags_at(b, p, t, _T0, d, B, up, b'_tagged', -1)
+        if p < 0: return FAILED
     pp[0] = p
     return d
 
 def _w0(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
     return v, p
 
 def _w2(bytes b, Py_ssize_t p, ElementBudget B not None):
     v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        raise_failure()
+    return v, p
+
+def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f0(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f1(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
+    return v, p
+
+def _q2(bytes b, Py_ssize_t p, ElementBudget B not None):
+    v = _f2(b, b, len(b), &p, B, NULL)
+    if v is FAILED:
+        return None
     return v, p
 
 _T0 = {}
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w2}
-BUILD_HASH = '11aa48bf35fde1ea'
+QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q2}
+BUILD_HASH = '0d38b87ab37f59cc'

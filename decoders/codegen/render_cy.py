@@ -3,7 +3,9 @@
 The same model as ``render`` (the pure-Python decoders), compiled: each struct at each version
 becomes a ``cdef`` function reading the frame through a C pointer with typed positions and
 lengths. They check every read against the bytes present and fail as the plain readers fail: the
-same DecodeError (status, field path, offset; ``render_cy_read``), so a frame is decoded once.
+same DecodeError (status, field path, offset; ``render_cy_read``), so a frame is decoded once. An embedded
+structure's readers also have quiet entries (``QUIET_VERSIONS``: ``None`` on failure, its status noted), for a
+caller that only wants the status (``decoders.embedded``).
 Both must give the same result, or the same failure, on every frame (``tests/decoders/test_accel.py``).
 
 For the APIs in :data:`TEXT_APIS` each struct at each version also becomes a JSON writer (``_t``
@@ -30,14 +32,18 @@ DIRECTIVES = ("# cython: language_level=3, boundscheck=False, wraparound=False, 
 class CyModuleBuilder(CyReaders, CyTextWriters):
     """One compiled module: its readers (``render_cy_read``), JSON writers (``render_cy_text``) and its text."""
 
-    def render(self, entries: list[str], tail: list[str]) -> str:
+    def render(self, entries: list[str], tail: list[str], quiet: dict[str, str] | None = None) -> str:
+        """The module's text; ``quiet``: the entries (cdef name -> def name) that return None on failure."""
         out = [HEADER.rstrip("\n"), DIRECTIVES, "from decoders.accel._cy cimport *",
-               "from decoders.accel._where cimport *", "",
+               "from decoders.accel._where cimport *", "from decoders.accel._utf8 cimport utf8_text", "",
                "from decoders.element_budget cimport ElementBudget", "",
-               "from decoders import _runtime as _rt", ""]
+               "from decoders import _runtime as _rt", "from decoders.accel._where import FAILED as _FAILED", "",
+               "# What a reader returns when it failed, its failure noted (decoders/accel/_where.pyx).",
+               "cdef object FAILED = _FAILED", ""]
         if self.text_functions:
-            out[5] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
-            out[4:4] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
+            budget = out.index("from decoders.element_budget cimport ElementBudget")
+            out[budget] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
+            out[budget - 1:budget - 1] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
                         "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
                         "from libc.string cimport memcmp",
                         "cdef extern from \"Python.h\":",
@@ -118,6 +124,16 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             # by _rt.tags: each spends the budget it is given (the message's).
             out.append(f"def {wname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
             out.append(f"    v = {cname}(b, b, len(b), &p, B, NULL)")
+            out.append("    if v is FAILED:")
+            out.append("        raise_failure()")
+            out.append("    return v, p")
+        for cname, qname in (quiet or {}).items():
+            out.append("")
+            # The same, failing quietly: None, the failure's status given by _where.last_failure().
+            out.append(f"def {qname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
+            out.append(f"    v = {cname}(b, b, len(b), &p, B, NULL)")
+            out.append("    if v is FAILED:")
+            out.append("        return None")
             out.append("    return v, p")
         for cname, xname in self.text_entries.items():
             out.append("")
@@ -165,7 +181,10 @@ def render_data_cy(doc: dict[str, Any], extra_versions: range | None = None) -> 
         variants = [{**variants[0], "versions": f"{extra_versions.start}-{extra_versions.stop - 1}"}]
     table = versioned_table(builder, variants, doc["name"])
     entries = sorted(set(table.values()), key=lambda n: int(n[2:]))
-    return builder.render(entries, [f"VERSIONS = {_dict_text(builder, table)}"])
+    quiet = {cname: f"_q{cname[2:]}" for cname in entries}
+    quiet_table = "{" + ", ".join(f"{k}: {quiet[v]}" for k, v in sorted(table.items())) + "}"
+    return builder.render(entries, [f"VERSIONS = {_dict_text(builder, table)}", f"QUIET_VERSIONS = {quiet_table}"],
+                          quiet)
 
 
 #: The APIs whose readers are compiled: what clients send and brokers answer on every connection (produce,

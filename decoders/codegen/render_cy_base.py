@@ -104,12 +104,14 @@ class CyBuilderBase:
         n = fn.var("n")
         if compact:
             fn.emit(ind, f"p = uvar_at(c, p, L, &{n}, {at})" if at else f"p = uvar(c, p, L, &{n})")
+            if at:
+                fn.emit(ind, "if p < 0: return FAILED")
             fn.emit(ind, f"{n} -= 1")
         elif int16:
-            fn.emit(ind, f"need_at(p, 2, L, {at})" if at else "need(p, 2, L)")
+            fn.emit(ind, f"if need_at(p, 2, L, {at}): return FAILED" if at else "need(p, 2, L)")
             fn.emit(ind, f"{n} = rd16(c, p); p += 2")
         else:
-            fn.emit(ind, f"need_at(p, 4, L, {at})" if at else "need(p, 4, L)")
+            fn.emit(ind, f"if need_at(p, 4, L, {at}): return FAILED" if at else "need(p, 4, L)")
             fn.emit(ind, f"{n} = rd32(c, p); p += 4")
         return n
 
@@ -119,34 +121,39 @@ class CyBuilderBase:
         fn.emit(ind, f"elif {n} == -1:")
         fn.emit(ind + 1, on_null)
         fn.emit(ind, "else:")
-        fn.emit(ind + 1, f"fail(NEGATIVE, {n}, p, L, {at})" if at else "raise ValueError('negative length')")
+        fn.emit(ind + 1, f"return failed(NEGATIVE, {n}, p, L, {at})" if at else "raise ValueError('negative length')")
 
-    def _struct_call(self, fn: CFunc, f: Field, ind: int, call: str, on_null: str, at: str | None = None) -> None:
-        """Emit ``call`` (a struct's reader or writer at p); a nullable struct is preceded by its int8 marker,
-        and a negative marker runs ``on_null`` instead."""
+    def _struct_call(self, fn: CFunc, f: Field, ind: int, call: str, on_null: str, at: str | None = None,
+                     check: str | None = None) -> None:
+        """Emit ``call`` (a struct's reader or writer at p), then ``check`` (a reader's: its failure returned);
+        a nullable struct is preceded by its int8 marker, and a negative marker runs ``on_null`` instead."""
         if not f.nullable:
             fn.emit(ind, call)
+            if check:
+                fn.emit(ind, check)
             return
         m = fn.var("m")
-        fn.emit(ind, f"need_at(p, 1, L, {at})" if at else "need(p, 1, L)")
+        fn.emit(ind, f"if need_at(p, 1, L, {at}): return FAILED" if at else "need(p, 1, L)")
         fn.emit(ind, f"{m} = rd8(c, p); p += 1")
         fn.emit(ind, f"if {m} < 0:")
         fn.emit(ind + 1, on_null)
         fn.emit(ind, "else:")
         fn.emit(ind + 1, call)
+        if check:
+            fn.emit(ind + 1, check)
 
     def _array_guard(self, fn: CFunc, s: Array, n: str, ind: int, at: str | None = None) -> None:
         """An array's ``n`` elements checked against the bytes left (at their smallest size) and spent from
         the element budget, as the pure decoder checks and spends them."""
         min_size = s.min_size
         if min_size:
-            fn.emit(ind, f"if {n} * {min_size} > L - p: " + (f"fail(SHORT_COUNT, {n}, p, L, {at})" if at
+            fn.emit(ind, f"if {n} * {min_size} > L - p: " + (f"return failed(SHORT_COUNT, {n}, p, L, {at})" if at
                                                              else "raise IndexError('truncated')"))
         else:
-            fn.emit(ind, f"if {n} > {_max_empty()}: " + (f"fail(TOO_MANY, {n}, p, L, {at})" if at
+            fn.emit(ind, f"if {n} > {_max_empty()}: " + (f"return failed(TOO_MANY, {n}, p, L, {at})" if at
                                                          else "raise ValueError('too many elements')"))
         fn.emit(ind, f"B.left -= {n}")
-        fn.emit(ind, "if B.left < 0: " + (f"fail(OVER_BUDGET, {n}, p, L, {at})" if at
+        fn.emit(ind, "if B.left < 0: " + (f"return failed(OVER_BUDGET, {n}, p, L, {at})" if at
                                           else f"raise ValueError({rt.OVER_BUDGET!r})"))
 
 

@@ -3,8 +3,9 @@
 They read the frame through a C pointer with typed positions and lengths, checking every read against the
 bytes present; the struct readers are the ``REQUEST``/``RESPONSE``/``VERSIONS`` entries of ``render_cy``.
 
-A read that fails raises the DecodeError the plain reader (``render``) raises for the same bytes: the same
-status, field path and offset (decoders/accel/_where.pyx). So each line names the field it reads as the plain
+A read that fails notes the failure the plain reader (``render``) raises for the same bytes: the same status,
+field path and offset, and returns ``FAILED``, as each reader that called it then does; the entry point raises
+the DecodeError, or gives the status (decoders/accel/_where.pyx). So each line names the field it reads as the plain
 reader's line table does (``CFunc.where``), array elements without nested structs are read in the loop itself
 as the plain reader reads them (their fields named ``Array[i].Field``), and a reader is given its caller's field
 (``Where* up``, on the C stack).
@@ -79,7 +80,7 @@ class CyReaders(CyBuilderBase):
     def _fixed_group(self, fn: CFunc, group: list[Field], names: list[tuple[str, str]], ind: int) -> None:
         size = sum(FIXED[f.type_name][1] for f in group)
         fn.where = (group[0].name, None) if len(group) == 1 else ("+".join(f.name for f in group), None)
-        fn.emit(ind, f"need_at(p, {size}, L, {at(fn)})")
+        fn.emit(ind, f"if need_at(p, {size}, L, {at(fn)}): return FAILED")
         off = 0
         for f in group:
             v = fn.var()
@@ -103,19 +104,21 @@ class CyReaders(CyBuilderBase):
         s = step(f)
         if isinstance(s, Fixed):
             size = FIXED[f.type_name][1]
-            fn.emit(ind, f"need_at(p, {size}, L, {at(fn)})")
+            fn.emit(ind, f"if need_at(p, {size}, L, {at(fn)}): return FAILED")
             fn.emit(ind, f"{v} = {READ[f.type_name].format(off=0)}; p += {size}")
             return v
         if isinstance(s, Prefixed):
             n = self._length(fn, f.compact, ind, s.int16, at(fn))
             fn.emit(ind, f"if {n} >= 0:")
-            fn.emit(ind + 1, f"need_len(p, {n}, L, {at(fn)})")
+            fn.emit(ind + 1, f"if need_len(p, {n}, L, {at(fn)}): return FAILED")
             if f.kind == "string":
-                fn.emit(ind + 1, f"{v} = b[p:p + {n}].decode('utf-8', 'backslashreplace'); p += {n}")
+                fn.emit(ind + 1, f"{v} = utf8_text(<const char*>c + p, {n}); p += {n}")
             elif f.kind == "bytes":
                 fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
             else:  # spends B: its batches
-                fn.emit(ind + 1, f"{v} = records_at(b, p, {n}, B, {at(fn)}); p += {n}")
+                fn.emit(ind + 1, f"{v} = records_at(b, p, {n}, B, {at(fn)})")
+                fn.emit(ind + 1, f"if {v} is FAILED: return FAILED")
+                fn.emit(ind + 1, f"p += {n}")
             self._null_or_negative(fn, n, ind, f"{v} = None", at(fn))
             return v
         if isinstance(s, Nested):
@@ -124,7 +127,8 @@ class CyReaders(CyBuilderBase):
             if f.name:
                 fn.where = (f.name, index)
             setup, call = self._call(fn, sub)
-            self._struct_call(fn, f, ind, f"{setup}; {v} = {call}", f"{v} = None", at(fn))
+            self._struct_call(fn, f, ind, f"{setup}; {v} = {call}", f"{v} = None", at(fn),
+                              f"if {v} is FAILED: return FAILED")
             return v
         assert isinstance(s, Array)
         return self._array(fn, s, v, ind, index)
@@ -152,8 +156,11 @@ class CyReaders(CyBuilderBase):
                 assert elem.struct is not None
                 sub = self.struct_fn(elem.struct)
                 setup, call = self._call(fn, sub)
+                x = fn.var()
                 fn.emit(ind + 2, setup)
-                fn.emit(ind + 2, f"{v}.append({call})")
+                fn.emit(ind + 2, f"{x} = {call}")
+                fn.emit(ind + 2, f"if {x} is FAILED: return FAILED")
+                fn.emit(ind + 2, f"{v}.append({x})")
             else:
                 x = self._field(fn, elem, ind + 2, i)
                 fn.where = (f.name, i)
@@ -187,4 +194,7 @@ class CyReaders(CyBuilderBase):
             self.tables[text] = f"_T{len(self.tables)}"
         fn.uses_t = True
         fn.emit(ind, f"p = uvar_at(c, p, L, &t, {at(fn)})")
-        fn.emit(ind, f"if t: p = tags_at(b, p, t, {self.tables[text]}, {target}, B, {at(fn)})")
+        fn.emit(ind, "if p < 0: return FAILED")
+        fn.emit(ind, "if t:")
+        fn.emit(ind + 1, f"p = tags_at(b, p, t, {self.tables[text]}, {target}, B, {at(fn)})")
+        fn.emit(ind + 1, "if p < 0: return FAILED")

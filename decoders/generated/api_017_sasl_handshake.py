@@ -59,4 +59,4 @@ REQUEST = {0: _f0, 1: _f0}
 RESPONSE = {0: _f1, 1: _f1}
 
 _LINES = {13: ('Mechanism', None), 14: ('Mechanism', None), 15: ('Mechanism', None), 16: ('Mechanism', None), 17: ('Mechanism', None), 18: ('Mechanism', None), 19: ('Mechanism', None), 20: ('Mechanism', None), 29: ('ErrorCode', None), 30: ('Mechanisms', None), 31: ('Mechanisms', None), 32: ('Mechanisms', None), 33: ('Mechanisms', None), 34: ('Mechanisms', None), 35: ('Mechanisms', None), 36: ('Mechanisms', None), 37: ('Mechanisms', 'i4'), 38: ('Mechanisms', 'i4'), 39: ('Mechanisms', 'i4'), 40: ('Mechanisms', 'i4'), 41: ('Mechanisms', 'i4'), 42: ('Mechanisms', 'i4'), 43: ('Mechanisms', 'i4'), 44: ('Mechanisms', 'i4'), 45: ('Mechanisms', 'i4'), 46: ('Mechanisms', None), 47: ('Mechanisms', None), 48: ('Mechanisms', None), 49: ('Mechanisms', None)}
-BUILD_HASH = 'd70bcc27b5833ce9'
+BUILD_HASH = '2b692cb0f64878cb'

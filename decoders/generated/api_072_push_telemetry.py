@@ -49,4 +49,4 @@ REQUEST = {0: _f0}
 RESPONSE = {0: _f1}
 
 _LINES = {13: ('ClientInstanceId+SubscriptionId+Terminating+CompressionType', None), 14: ('Metrics', None), 15: ('Metrics', None), 16: ('Metrics', None), 17: ('Metrics', None), 18: ('Metrics', None), 19: ('Metrics', None), 20: ('Metrics', None), 21: ('Metrics', None), 22: ('Metrics', None), 23: ('Metrics', None), 25: ('_tagged', None), 26: ('_tagged', None), 27: ('_tagged', None), 35: ('ThrottleTimeMs+ErrorCode', None), 37: ('_tagged', None), 38: ('_tagged', None), 39: ('_tagged', None)}
-BUILD_HASH = '62033d09794a7920'
+BUILD_HASH = '2bdd9d393a0dca46'

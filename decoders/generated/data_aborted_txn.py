@@ -20,4 +20,4 @@ NAME = 'AbortedTxn'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('ProducerId+FirstOffset+LastOffset+LastStableOffset', None)}
-BUILD_HASH = 'f7600479350fb062'
+BUILD_HASH = '49b829c4ee194922'

@@ -55,4 +55,4 @@ NAME = 'ConnectProtocolWorkerState'
 VERSIONS = {0: _f0, 1: _f1, 2: _f1}
 
 _LINES = {14: ('Url', None), 15: ('Url', None), 16: ('Url', None), 17: ('Url', None), 18: ('Url', None), 19: ('Url', None), 20: ('Url', None), 21: ('Url', None), 22: ('ConfigOffset', None), 31: ('Url', None), 32: ('Url', None), 33: ('Url', None), 34: ('Url', None), 35: ('Url', None), 36: ('Url', None), 37: ('Url', None), 38: ('Url', None), 39: ('ConfigOffset', None), 40: ('Allocation', None), 41: ('Allocation', None), 42: ('Allocation', None), 43: ('Allocation', None), 44: ('Allocation', None), 45: ('Allocation', None), 46: ('Allocation', None), 47: ('Allocation', None)}
-BUILD_HASH = 'bf7648f9cd9d99f2'
+BUILD_HASH = '7e31e333ee4c1dfa'

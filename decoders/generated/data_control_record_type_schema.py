@@ -20,4 +20,4 @@ NAME = 'ControlRecordTypeSchema'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('Type', None)}
-BUILD_HASH = 'f79d77a70d3dfced'
+BUILD_HASH = '08cfa0d7c3ccd2c8'

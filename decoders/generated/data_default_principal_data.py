@@ -44,4 +44,4 @@ NAME = 'DefaultPrincipalData'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('Type', None), 13: ('Type', None), 14: ('Type', None), 15: ('Type', None), 16: ('Type', None), 17: ('Type', None), 18: ('Type', None), 19: ('Type', None), 20: ('Type', None), 21: ('Type', None), 22: ('Name', None), 23: ('Name', None), 24: ('Name', None), 25: ('Name', None), 26: ('Name', None), 27: ('Name', None), 28: ('Name', None), 29: ('Name', None), 30: ('Name', None), 31: ('Name', None), 32: ('TokenAuthenticated', None), 34: ('_tagged', None), 35: ('_tagged', None), 36: ('_tagged', None)}
-BUILD_HASH = '100b50df9b23b69f'
+BUILD_HASH = '838d22e99994406e'

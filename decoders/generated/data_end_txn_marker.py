@@ -20,4 +20,4 @@ NAME = 'EndTxnMarker'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('CoordinatorEpoch', None)}
-BUILD_HASH = 'e656086e2bd78d9c'
+BUILD_HASH = '1f77c26d99b5ad4c'

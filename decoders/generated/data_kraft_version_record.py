@@ -24,4 +24,4 @@ NAME = 'KRaftVersionRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('Version+KRaftVersion', None), 14: ('_tagged', None), 15: ('_tagged', None), 16: ('_tagged', None)}
-BUILD_HASH = '975f9e6bee002ddb'
+BUILD_HASH = 'eb6b176df2a5e9a4'

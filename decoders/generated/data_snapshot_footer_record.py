@@ -24,4 +24,4 @@ NAME = 'SnapshotFooterRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('Version', None), 14: ('_tagged', None), 15: ('_tagged', None), 16: ('_tagged', None)}
-BUILD_HASH = 'b42edcad02881abd'
+BUILD_HASH = 'd02ae63cd5022bf5'

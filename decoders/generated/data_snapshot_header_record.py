@@ -24,4 +24,4 @@ NAME = 'SnapshotHeaderRecord'
 VERSIONS = {0: _f0}
 
 _LINES = {12: ('Version+LastContainedLogTimestamp', None), 14: ('_tagged', None), 15: ('_tagged', None), 16: ('_tagged', None)}
-BUILD_HASH = '03b5d1dc36cfe9fd'
+BUILD_HASH = '75ec77de00ac24ab'

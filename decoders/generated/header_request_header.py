@@ -59,4 +59,4 @@ NAME = 'RequestHeader'
 VERSIONS = {0: _f0, 1: _f1, 2: _f2}
 
 _LINES = {13: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 22: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 23: ('ClientId', None), 24: ('ClientId', None), 25: ('ClientId', None), 26: ('ClientId', None), 27: ('ClientId', None), 28: ('ClientId', None), 29: ('ClientId', None), 30: ('ClientId', None), 39: ('RequestApiKey+RequestApiVersion+CorrelationId', None), 40: ('ClientId', None), 41: ('ClientId', None), 42: ('ClientId', None), 43: ('ClientId', None), 44: ('ClientId', None), 45: ('ClientId', None), 46: ('ClientId', None), 47: ('ClientId', None), 49: ('_tagged', None), 50: ('_tagged', None), 51: ('_tagged', None)}
-BUILD_HASH = '11aa48bf35fde1ea'
+BUILD_HASH = '0d38b87ab37f59cc'

@@ -33,4 +33,4 @@ NAME = 'ResponseHeader'
 VERSIONS = {0: _f0, 1: _f1}
 
 _LINES = {12: ('CorrelationId', None), 21: ('CorrelationId', None), 23: ('_tagged', None), 24: ('_tagged', None), 25: ('_tagged', None)}
-BUILD_HASH = '508d9006c0540feb'
+BUILD_HASH = '0e514d6a8765ef8e'

@@ -174,3 +174,103 @@ def test_real_capture_frames() -> None:
         assert_same(kind, api_key, version, frame)
         seen += 1
     assert seen > 1000
+
+
+def quiet_outcome(quiet: Any, raw: bytes, budget: int) -> tuple[Any, ...]:
+    """An embedded structure read by a compiled quiet entry: its value, or its failure's status as
+    ``decoders.embedded`` takes it (``_where.last_failure``)."""
+    from decoders.accel import _where  # type: ignore[attr-defined]
+
+    left = ElementBudget(budget)
+    read = quiet(raw, 0, left)
+    if read is None:
+        return ("fails", *_where.last_failure(), left.left)
+    return (plain(read[0]), read[1], left.left)
+
+
+def raising_outcome(reader: rt.Reader, raw: bytes, budget: int) -> tuple[Any, ...]:
+    left = ElementBudget(budget)
+    try:
+        value, end = reader(raw, 0, left)
+    except rt.DecodeError as err:
+        return ("fails", err.describe(), rt.spent_budget(err), left.left)
+    return (plain(value), end, left.left)
+
+
+def _subscription_v3() -> bytes:
+    """A ConsumerProtocolSubscription v3 body (after its version): topics, user data, owned partitions, generation
+    and rack, some names not ASCII."""
+    def string(text: str) -> bytes:
+        raw = text.encode()
+        return len(raw).to_bytes(2, "big") + raw
+
+    topics = ["orders", "paiements-é", "𝄞-events"]
+    owned = b"".join(string(t) + (2).to_bytes(4, "big") + (0).to_bytes(4, "big") + (7).to_bytes(4, "big")
+                     for t in topics[:2])
+    return (len(topics).to_bytes(4, "big") + b"".join(string(t) for t in topics) + (3).to_bytes(4, "big") + b"abc"
+            + (2).to_bytes(4, "big") + owned + (9).to_bytes(4, "big") + string("rack-1"))
+
+
+@SETTINGS
+@given(case=st.sampled_from(DATA), raw=st.binary(max_size=200), budget=st.sampled_from((0, 3, rt.MAX_ELEMENTS)))
+def test_quiet_entries_fail_with_the_plain_readers_status(case: tuple[str, int], raw: bytes, budget: int) -> None:
+    """An embedded structure's quiet entry (``QUIET_VERSIONS``: None on failure, no exception made) gives what the
+    plain reader gives: the same value, or the same status text and budget stop (``decoders.embedded`` writes
+    these), with the same elements left."""
+    name, version = case
+    module = registry.DATA_MODULES[name]
+    quiet = api.accel_module(module).QUIET_VERSIONS[version]  # type: ignore[union-attr]
+    pure = api._module(module).VERSIONS[version]
+    expected = raising_outcome(pure, raw, budget)
+    assert quiet_outcome(quiet, raw, budget) == expected
+
+
+def test_quiet_entries_on_a_subscription_cut_and_corrupted() -> None:
+    """Every cut of a valid ConsumerProtocolSubscription v3 and every byte of it overwritten (garbage counts,
+    lengths, names that are not UTF-8): the quiet entry and the plain reader agree, and the raising compiled entry
+    too."""
+    module = registry.DATA_MODULES["ConsumerProtocolSubscription"]
+    fast = api.accel_module(module)
+    assert fast is not None
+    pure = api._module(module).VERSIONS[3]
+    body = _subscription_v3()
+    inputs = [body[:cut] for cut in range(len(body) + 1)]
+    inputs += [body[:i] + bytes([b]) + body[i + 1:] for i in range(len(body)) for b in (0x00, 0x7F, 0x80, 0xFF)]
+    inputs += [body[:i] + b"\x7f\xff\xff\xff" + body[i + 4:] for i in range(len(body) - 3)]
+    fails = 0
+    for raw in inputs:
+        for budget in (2, rt.MAX_ELEMENTS):
+            expected = raising_outcome(pure, raw, budget)
+            assert quiet_outcome(fast.QUIET_VERSIONS[3], raw, budget) == expected, raw.hex()
+            assert raising_outcome(fast.VERSIONS[3], raw, budget) == expected, raw.hex()
+            fails += expected[0] == "fails"
+    assert fails > len(inputs)  # most fail, some at the budget (the budget of 2)
+
+
+def test_no_reader_nests_deeper_than_a_failure_notes() -> None:
+    """A failure notes its field path in a fixed array (``_where.MAX_PATH`` fields): the deepest chain of compiled
+    readers calling one another, plus the failing field, fits in it."""
+    import re
+    from pathlib import Path
+
+    from decoders.accel import _where  # type: ignore[attr-defined]
+
+    deepest = 0
+    for pyx in Path(api.__file__).parent.joinpath("accel").glob("[!_]*.pyx"):
+        calls: dict[str, set[str]] = {}
+        current = None
+        for line in pyx.read_text().splitlines():
+            head = re.match(r"cdef object (_f\d+)\(", line)
+            if head:
+                current = calls.setdefault(head.group(1), set())
+            elif line and not line.startswith(" "):
+                current = None
+            elif current is not None:
+                current.update(re.findall(r"\b(_f\d+)\(", line))
+
+        @cache
+        def depth(fn: str, calls: dict[str, set[str]] = calls) -> int:
+            return 1 + max((depth(sub) for sub in calls[fn]), default=0)
+
+        deepest = max([deepest, *(depth(fn) for fn in calls)])
+    assert 3 <= deepest <= _where.MAX_PATH

@@ -55,10 +55,14 @@ def describe_at(reason: str, where: str, offset: int | None) -> str:
 # readers raise. The compiled readers note a failure and give its text without raising where the caller only
 # wants the status (decoders/accel/_where.pyx).
 Reason = tuple[StatusKind, str]
+# The kinds, looked up once (an enum member's lookup costs more than a module global's).
+_TRUNCATED = StatusKind.TRUNCATED
+_INVALID = StatusKind.INVALID
+_LIMIT = StatusKind.LIMIT
 
 
 def short_reason(n: int, available: int) -> Reason:
-    return StatusKind.TRUNCATED, f"truncated: length {n} exceeds the {available} bytes left"
+    return _TRUNCATED, f"truncated: length {n} exceeds the {available} bytes left"
 
 
 def short(n: int, available: int) -> DecodeError:
@@ -66,7 +70,7 @@ def short(n: int, available: int) -> DecodeError:
 
 
 def short_count_reason(n: int, available: int) -> Reason:
-    return StatusKind.TRUNCATED, f"truncated: count {n} cannot fit in the {available} bytes left"
+    return _TRUNCATED, f"truncated: count {n} cannot fit in the {available} bytes left"
 
 
 def short_count(n: int, available: int) -> DecodeError:
@@ -74,7 +78,7 @@ def short_count(n: int, available: int) -> DecodeError:
 
 
 def too_many_reason(n: int) -> Reason:
-    return StatusKind.INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}"
+    return _INVALID, f"invalid: count {n} of empty elements exceeds {MAX_EMPTY_ELEMENTS}"
 
 
 def too_many(n: int) -> DecodeError:
@@ -89,7 +93,7 @@ OVER_BUDGET = "over budget"
 
 
 def over_budget_reason(n: int) -> Reason:
-    return StatusKind.LIMIT, (f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
+    return _LIMIT, (f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
                               f"(--max-elements)")
 
 
@@ -109,11 +113,11 @@ def over_budget_records(cost: int) -> DecodeError:
 
 def spent_budget(err: DecodeError) -> bool:
     """Whether ``err`` is a decode stopping at the element budget (:func:`over_budget` and its kin)."""
-    return err.kind == StatusKind.LIMIT
+    return err.kind is _LIMIT
 
 
 def negative_reason(n: int) -> Reason:
-    return StatusKind.INVALID, f"invalid: negative length {n}"
+    return _INVALID, f"invalid: negative length {n}"
 
 
 def negative(n: int) -> DecodeError:

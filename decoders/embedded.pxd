@@ -9,7 +9,7 @@ cdef dict _versions_cache
 cpdef dict decode_versioned(str schema, bytes raw, ElementBudget budget)
 @cython.locals(result=dict)
 cpdef object decode_group_bytes(object protocol_type, str role, object raw, ElementBudget budget)
-@cython.locals(seen=list, hit=tuple, left=Py_ssize_t, stops=Py_ssize_t, item=dict, result=object)
+@cython.locals(seen=list, hit=tuple, left=Py_ssize_t, stops=Py_ssize_t, item=dict, result=object, first=dict)
 cpdef _decode_each_metadata(object ptype, object items, ElementBudget budget)
 @cython.locals(stops=Py_ssize_t)
 cpdef object _noted(object msg, ElementBudget budget)

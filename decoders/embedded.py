@@ -179,7 +179,8 @@ def _decode_each_metadata(ptype: str | None, items: Any, budget: ElementBudget) 
             for hit in seen:
                 if hit[0] == raw and budget.left >= hit[2]:
                     budget.left -= hit[2]
-                    item["MetadataDecoded"] = dict(hit[1])
+                    first = hit[1]
+                    item["MetadataDecoded"] = first.copy()
                     break
             else:
                 left = budget.left

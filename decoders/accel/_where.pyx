@@ -195,31 +195,31 @@ def last_failure():
     return _describe_at(reason, _noted_where(), _noted.p), kind is _LIMIT
 
 
+cdef int _note_raised(Exception exc, Py_ssize_t p, Where* up, const char* name, Py_ssize_t index) except -1:
+    """Note ``exc``, raised by a runtime helper reading at ``p``, located as the plain reader locates it."""
+    global _raised
+    err = _rt.located(exc, p)
+    err.path[0:0] = _path(up, name, index)
+    _raised = err
+    _noted.what = RAISED
+    return 0
+
+
 cdef Py_ssize_t tags_at(bytes b, Py_ssize_t p, long long t, dict table, dict out, ElementBudget B, Where* up,
                         const char* name, Py_ssize_t index) except -2:
-    """``_rt.tags`` (the ``t`` tagged fields at ``p``), or -1: its failure noted, located as the plain reader
-    locates it."""
-    global _raised
+    """``_rt.tags`` (the ``t`` tagged fields at ``p``), or -1: its failure noted."""
     try:
         return _rt.tags(b, p, t, table, out, B)
     except Exception as exc:
-        err = _rt.located(exc, p)
-        err.path[0:0] = _path(up, name, index)
-        _raised = err
-        _noted.what = RAISED
+        _note_raised(exc, p, up, name, index)
         return -1
 
 
 cdef object records_at(bytes b, Py_ssize_t p, long long n, ElementBudget B, Where* up, const char* name,
                        Py_ssize_t index):
-    """``_rt.records`` (the record set of ``n`` bytes at ``p``), or :data:`FAILED`: its failure noted, located as the
-    plain reader locates it."""
-    global _raised
+    """``_rt.records`` (the record set of ``n`` bytes at ``p``), or :data:`FAILED`: its failure noted."""
     try:
         return _rt.records(b, p, n, B)
     except Exception as exc:
-        err = _rt.located(exc, p)
-        err.path[0:0] = _path(up, name, index)
-        _raised = err
-        _noted.what = RAISED
+        _note_raised(exc, p, up, name, index)
         return _FAILED

@@ -8,6 +8,10 @@ returns :data:`FAILED`; each reader that called it returns :data:`FAILED` in tur
 The entry point called from Python then raises the DecodeError (``raise_failure``), or, for an embedded
 structure, whose caller only wants its status, returns ``None`` and the caller reads the status
 (``last_failure``). Only this module builds a path or a text, and only on failure.
+
+One failure is noted at a time, for the whole process: between a reader noting it and its entry point reading it
+only compiled code runs (the readers returning, the entry point, ``decoders.embedded``'s compiled
+``decode_versioned``), never the interpreter's loop, so no other thread's decode can come between.
 """
 # cython: language_level=3
 

@@ -94,7 +94,7 @@ OVER_BUDGET = "over budget"
 
 def over_budget_reason(n: int) -> Reason:
     return _LIMIT, (f"{ELEMENTS_LIMIT}{n} elements exceeds the elements left of this message's budget "
-                              f"(--max-elements)")
+                    f"(--max-elements)")
 
 
 def over_budget(n: int) -> DecodeError:

@@ -43,12 +43,13 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
         if self.text_functions:
             budget = out.index("from decoders.element_budget cimport ElementBudget")
             out[budget] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
-            out[budget - 1:budget - 1] = ["from cpython.bytes cimport PyBytes_FromStringAndSize",
-                        "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
-                        "from libc.string cimport memcmp",
-                        "cdef extern from \"Python.h\":",
-                        "    void* PyUnicode_DATA(object o)",
-                        "from decoders.accel._text cimport *"]
+            out[budget - 1:budget - 1] = [
+                "from cpython.bytes cimport PyBytes_FromStringAndSize",
+                "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
+                "from libc.string cimport memcmp",
+                "cdef extern from \"Python.h\":",
+                "    void* PyUnicode_DATA(object o)",
+                "from decoders.accel._text cimport *"]
             out += [
                 "try:",
                 "    from decoders.native._records import HEADERS_WRITER as _HEADERS_WRITER",

@@ -5,10 +5,10 @@ bytes present; the struct readers are the ``REQUEST``/``RESPONSE``/``VERSIONS`` 
 
 A read that fails notes the failure the plain reader (``render``) raises for the same bytes: the same status,
 field path and offset, and returns ``FAILED``, as each reader that called it then does; the entry point raises
-the DecodeError, or gives the status (decoders/accel/_where.pyx). So each line names the field it reads as the plain
-reader's line table does (``CFunc.where``), array elements without nested structs are read in the loop itself
-as the plain reader reads them (their fields named ``Array[i].Field``), and a reader is given its caller's field
-(``Where* up``, on the C stack).
+the DecodeError, or gives the status (decoders/accel/_where.pyx). So each line names the field it reads as the
+plain reader's line table does (``CFunc.where``), array elements without nested structs are read in the loop
+itself as the plain reader reads them (their fields named ``Array[i].Field``), and a reader is given its
+caller's field (``Where* up``, on the C stack).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from decoders.element_budget cimport ElementBudget
 cdef dict _versions_cache
 
 @cython.locals(version=cython.long, known=cython.long, layout=cython.long, end=Py_ssize_t, size=Py_ssize_t,
-               entry=tuple, versions=dict, quiet=tuple, result=dict)
+               entry=tuple, readers=dict, result=dict)
 cpdef dict decode_versioned(str schema, bytes raw, ElementBudget budget)
 @cython.locals(result=dict)
 cpdef object decode_group_bytes(object protocol_type, str role, object raw, ElementBudget budget)

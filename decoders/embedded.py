@@ -18,7 +18,6 @@ import ipaddress
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from decoders import _runtime as rt
 from decoders.element_budget import ElementBudget
 from decoders.generated import registry
 from decoders.generated_modules import reader_module
@@ -57,22 +56,17 @@ QuietReader = Callable[[bytes, int, ElementBudget], "tuple[Any, int] | None"]
 #: ``() -> (status text, whether the decode stopped at the element budget)`` of the failure last noted.
 LastFailure = Callable[[], tuple[str, bool]]
 
-#: The compiled readers' quiet entries by version, and the status of the failure they noted.
-Quiet = tuple[dict[int, QuietReader], LastFailure]
-# schema -> (readers by version: compiled when built, newest version, the quiet entries or None: the plain
-# readers, which raise)
-_versions_cache: dict[str, tuple[dict[int, rt.Reader], int, Quiet | None]] = {}
+# schema -> (its compiled readers' quiet entries by version, the newest version, their failure's status). The
+# embedded structures' readers are always compiled (registry.ACCEL_MODULES holds every data module).
+_versions_cache: dict[str, tuple[dict[int, QuietReader], int, LastFailure]] = {}
 
 
-def _schema_versions(schema: str) -> tuple[dict[int, rt.Reader], int, Quiet | None]:
+def _schema_versions(schema: str) -> tuple[dict[int, QuietReader], int, LastFailure]:
     entry = _versions_cache.get(schema)
     if entry is None:
-        module = reader_module(registry.DATA_MODULES[schema])
-        versions: dict[int, rt.Reader] = module.VERSIONS
-        quiet: Quiet | None = None
-        if hasattr(module, "QUIET_VERSIONS"):
-            quiet = (module.QUIET_VERSIONS, importlib.import_module("decoders.accel._where").last_failure)
-        entry = _versions_cache[schema] = (versions, max(versions), quiet)
+        readers: dict[int, QuietReader] = reader_module(registry.DATA_MODULES[schema]).QUIET_VERSIONS
+        last_failure: LastFailure = importlib.import_module("decoders.accel._where").last_failure
+        entry = _versions_cache[schema] = (readers, max(readers), last_failure)
     return entry
 
 
@@ -85,11 +79,11 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
         return {"schema": schema, "status": f"truncated: {size} bytes, no version"}
     version = ((raw[0] ^ 0x80) - 0x80) * 256 + raw[1]  # int16, the high byte sign-extended (compiled: C reads)
     entry = _versions_cache.get(schema) or _schema_versions(schema)
-    versions = entry[0]
+    readers = entry[0]
     known = entry[1]
     result: dict[str, Any] = {"schema": schema, "version": version}
     layout = version
-    if version not in versions:
+    if version not in readers:
         if version < 0:
             result["status"] = f"invalid: negative version {version}"
             return result
@@ -97,24 +91,14 @@ def decode_versioned(schema: str, raw: bytes, budget: ElementBudget) -> dict[str
             result["status"] = f"unknown version {version} of {schema}"
             return result
         layout = known  # like Kafka's deserializers, a newer version is read with the newest layout
-    quiet = entry[2]
-    if quiet is not None:  # compiled: a failure is noted, not raised (a garbage subscription costs little more)
-        read = quiet[0][layout](raw, 2, budget)
-        if read is None:
-            status, spent = quiet[1]()
-            result["status"] = status
-            if spent:
-                budget.stops += 1  # noted on the message by its postprocessor (_noted)
-            return result
-        value, end = read
-    else:
-        try:
-            value, end = versions[layout](raw, 2, budget)
-        except rt.DecodeError as err:
-            result["status"] = err.describe()
-            if rt.spent_budget(err):
-                budget.stops += 1
-            return result
+    read = readers[layout](raw, 2, budget)  # a failure is noted, not raised: a garbage subscription costs little
+    if read is None:
+        status, spent = entry[2]()
+        result["status"] = status
+        if spent:
+            budget.stops += 1  # noted on the message by its postprocessor (_noted)
+        return result
+    value, end = read
     result["value"] = value
     if end != size and version <= known:
         result["status"] = f"trailing bytes: {size - end} after the body (offset {end})"

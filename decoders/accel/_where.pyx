@@ -15,7 +15,7 @@ only compiled code runs (the readers returning, the entry point, ``decoders.embe
 """
 # cython: language_level=3
 
-from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_FromFormat, PyUnicode_FromString
+from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdio cimport snprintf
 from libc.string cimport strstr
 
@@ -79,28 +79,29 @@ cdef object failed(Failure what, long long n, Py_ssize_t p, Py_ssize_t L, Where*
     return _FAILED
 
 
-cdef str _segment(const char* name, Py_ssize_t index):
-    """One field of a path: ``name`` (ASCII) with the element index put at its ``{}``, or appended as ``[i]``."""
+cdef enum:
+    WHERE_SIZE = 512  # the longest field path written in one buffer; a longer one is joined in Python
+
+
+cdef int _write_segment(char* out, Py_ssize_t size, const char* dot, const char* name, Py_ssize_t index) noexcept:
+    """Write ``dot`` and one field of a path at ``out`` (``size`` bytes there): ``name`` (ASCII) with the element
+    index put at its ``{}``, or appended as ``[i]``. Returns what ``snprintf`` returns (``size`` or more: cut)."""
     cdef const char* mark
     if index < 0:
-        return PyUnicode_FromString(name)
+        return snprintf(out, size, "%s%s", dot, name)
     mark = strstr(name, "{}")
     if mark != NULL:
-        return PyUnicode_DecodeASCII(name, mark - name, NULL) + PyUnicode_FromFormat("%zd%s", index, mark + 2)
-    return PyUnicode_FromFormat("%s[%zd]", name, index)
+        return snprintf(out, size, "%s%.*s%zd%s", dot, <int>(mark - name), name, index, mark + 2)
+    return snprintf(out, size, "%s%s[%zd]", dot, name, index)
 
 
-cdef list _path(Where* up, const char* name, Py_ssize_t index):
-    """The field path, outermost first: the callers' fields, then this frame's."""
-    cdef list path = []
-    if name != NULL:
-        path.append(_segment(name, index))
-    while up != NULL:
-        if up.name != NULL:
-            path.append(_segment(up.name, up.index))
-        up = up.up
-    path.reverse()
-    return path
+cdef str _segment(const char* name, Py_ssize_t index):
+    """One field of a path (:func:`_write_segment`) as text."""
+    cdef char text[WHERE_SIZE]
+    cdef int wrote = _write_segment(text, WHERE_SIZE, "", name, index)
+    if wrote < 0 or wrote >= WHERE_SIZE:  # a generated field name is far shorter
+        raise ValueError(f"field name too long for a path: {name.decode('ascii', 'replace')!r}")
+    return PyUnicode_DecodeASCII(text, wrote, NULL)
 
 
 cdef list _noted_path():
@@ -109,34 +110,17 @@ cdef list _noted_path():
     return [_segment(_noted.names[i], _noted.indexes[i]) for i in range(_noted.depth - 1, -1, -1)]
 
 
-cdef enum:
-    WHERE_SIZE = 512  # the longest field path written in C; a longer one is joined in Python
-
-
 cdef str _noted_where():
     """The noted failure's field path as its status names it (``_runtime.path_text`` of :func:`_noted_path`),
     written in one buffer."""
     cdef char text[WHERE_SIZE]
-    cdef Py_ssize_t used = 0, index
+    cdef Py_ssize_t used = 0
     cdef int i, wrote
-    cdef const char* name
-    cdef const char* mark
-    cdef const char* dot
     if _noted.depth == 0:
         return _path_text([])
     for i in range(_noted.depth - 1, -1, -1):
-        name = _noted.names[i]
-        index = _noted.indexes[i]
-        dot = "." if used else ""
-        if index < 0:
-            wrote = snprintf(text + used, WHERE_SIZE - used, "%s%s", dot, name)
-        else:
-            mark = strstr(name, "{}")
-            if mark != NULL:
-                wrote = snprintf(text + used, WHERE_SIZE - used, "%s%.*s%zd%s", dot, <int>(mark - name), name, index,
-                                 mark + 2)
-            else:
-                wrote = snprintf(text + used, WHERE_SIZE - used, "%s%s[%zd]", dot, name, index)
+        wrote = _write_segment(text + used, WHERE_SIZE - used, "." if used else "", _noted.names[i],
+                               _noted.indexes[i])
         if wrote < 0 or wrote >= WHERE_SIZE - used:
             return _path_text(_noted_path())
         used += wrote
@@ -174,13 +158,18 @@ cdef tuple _reason():
     return _LONG_VARINT_REASON
 
 
+cdef object _take_raised():
+    """The DecodeError of a RAISED failure, no longer kept (it holds the frame's bytes through its traceback)."""
+    global _raised
+    err = _raised
+    _raised = None
+    return err
+
+
 cdef int raise_failure() except -1:
     """Raise the noted failure as the DecodeError the plain reader raises."""
-    global _raised
     if _noted.what == RAISED:
-        err = _raised
-        _raised = None
-        raise err
+        raise _take_raised()
     kind, reason = _reason()
     err = _rt.DecodeError(kind, reason, _noted.p)
     err.path = _noted_path()
@@ -190,10 +179,8 @@ cdef int raise_failure() except -1:
 def last_failure():
     """The noted failure, as a decode's status wants it: ``(status text, whether it stopped at the element
     budget)`` (``DecodeError.describe()`` and ``_runtime.spent_budget`` of the DecodeError it stands for)."""
-    global _raised
     if _noted.what == RAISED:
-        err = _raised
-        _raised = None
+        err = _take_raised()
         return err.describe(), _rt.spent_budget(err)
     kind, reason = _reason()
     return _describe_at(reason, _noted_where(), _noted.p), kind is _LIMIT
@@ -202,10 +189,10 @@ def last_failure():
 cdef int _note_raised(Exception exc, Py_ssize_t p, Where* up, const char* name, Py_ssize_t index) except -1:
     """Note ``exc``, raised by a runtime helper reading at ``p``, located as the plain reader locates it."""
     global _raised
+    note(RAISED, 0, p, 0, up, name, index)  # the fields the helper was called for
     err = _rt.located(exc, p)
-    err.path[0:0] = _path(up, name, index)
+    err.path[0:0] = _noted_path()
     _raised = err
-    _noted.what = RAISED
     return 0
 
 

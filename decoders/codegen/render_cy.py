@@ -119,22 +119,17 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             out.append(body)
         for cname in entries:
             self.wrapper(cname)
-        for cname, wname in self.wrappers.items():
+        # An entry point (a message, header or embedded structure), or a tagged field's reader called back by
+        # _rt.tags: each spends the budget it is given (the message's) and raises its failure; a quiet one returns
+        # None instead, the failure's status given by _where.last_failure().
+        entry_points = [(wname, cname, "raise_failure()") for cname, wname in self.wrappers.items()]
+        entry_points += [(qname, cname, "return None") for cname, qname in (quiet or {}).items()]
+        for name, cname, on_failure in entry_points:
             out.append("")
-            # An entry point (a message, header or embedded structure), or a tagged field's reader called back
-            # by _rt.tags: each spends the budget it is given (the message's).
-            out.append(f"def {wname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
+            out.append(f"def {name}(bytes b, Py_ssize_t p, ElementBudget B not None):")
             out.append(f"    v = {cname}(b, b, len(b), &p, B, NULL)")
             out.append("    if v is FAILED:")
-            out.append("        raise_failure()")
-            out.append("    return v, p")
-        for cname, qname in (quiet or {}).items():
-            out.append("")
-            # The same, failing quietly: None, the failure's status given by _where.last_failure().
-            out.append(f"def {qname}(bytes b, Py_ssize_t p, ElementBudget B not None):")
-            out.append(f"    v = {cname}(b, b, len(b), &p, B, NULL)")
-            out.append("    if v is FAILED:")
-            out.append("        return None")
+            out.append(f"        {on_failure}")
             out.append("    return v, p")
         for cname, xname in self.text_entries.items():
             out.append("")

@@ -237,12 +237,13 @@ def test_quiet_entries_on_a_subscription_cut_and_corrupted() -> None:
     inputs = [body[:cut] for cut in range(len(body) + 1)]
     inputs += [body[:i] + bytes([b]) + body[i + 1:] for i in range(len(body)) for b in (0x00, 0x7F, 0x80, 0xFF)]
     inputs += [body[:i] + b"\x7f\xff\xff\xff" + body[i + 4:] for i in range(len(body) - 3)]
+    no_header = lambda b, p, budget: ({}, 0)  # noqa: E731
     fails = 0
     for raw in inputs:
         for budget in (2, rt.MAX_ELEMENTS):
             expected = raising_outcome(pure, raw, budget)
             assert quiet_outcome(fast.QUIET_VERSIONS[3], raw, budget) == expected, raw.hex()
-            assert raising_outcome(fast.VERSIONS[3], raw, budget) == expected, raw.hex()
+            assert outcome(no_header, fast.VERSIONS[3], raw, budget) == outcome(no_header, pure, raw, budget)
             fails += expected[0] == "fails"
     assert fails > len(inputs)  # most fail, some at the budget (the budget of 2)
 

@@ -8,26 +8,19 @@ field path and byte offset) and whatever could be decoded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from decoders import _runtime as rt
 from decoders.element_budget import ElementBudget
 from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postprocessors
 from decoders.generated import registry
-from decoders.generated_modules import accel_module
-from decoders.generated_modules import pure_module as _module
+from decoders.generated_modules import accel_module, reader_module
 from decoders.redaction import with_redaction
 from decoders.status import StatusKind
 
-__all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "accelerated", "api_name",
+__all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "api_name",
            "be16", "be32", "decode_request", "decode_request_bytes", "decode_response", "decode_response_bytes",
            "decode_response_exact", "embedded_limit_hit", "hit_elements_limit"]
-
-
-def accelerated() -> bool:
-    """Whether the compiled decoders are in use (always, once built: ``make setup``)."""
-    return accel_module(registry.API_MODULES[3]) is not None
 
 
 OK = "ok"
@@ -121,15 +114,11 @@ def _failure(err: BaseException, p: int) -> _Failure:
     return _Failure(StatusKind.INVALID, "invalid: nesting too deep", None, p)
 
 
-def _module_readers(name: str) -> ModuleType:
-    """The readers of generated module ``name`` that decode: compiled when built (decoders/accel), else plain."""
-    return accel_module(name) or _module(name)
-
-
 class _Readers:
     """What decodes one api key and version of one kind (request or response): compiled, an extension type
-    (api.pxd) whose fields are read from C. The readers are the compiled ones when built, else the plain ones;
-    both fail alike (a DecodeError naming the field path and offset), so a frame is decoded once."""
+    (api.pxd) whose fields are read from C. The readers are the one reader of each layout (compiled, or plain
+    for the rare APIs: ``generated_modules``), which names the field path and offset where it fails: a frame is
+    decoded once."""
 
     __slots__ = ("body", "header", "header_version", "post", "text")
 
@@ -163,8 +152,8 @@ def _readers(api_key: int, version: int, kind: str) -> _Readers | None:
     entry = None
     if header_version is not None:
         header_name = registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
-        header = _module_readers(header_name).VERSIONS[header_version]
-        module = _module_readers(registry.API_MODULES[api_key])
+        header = reader_module(header_name).VERSIONS[header_version]
+        module = reader_module(registry.API_MODULES[api_key])
         body = (module.REQUEST if kind == "request" else module.RESPONSE)[version]
         post = (_POST or _postprocessors()).get((kind, api_key))
         text = None
@@ -390,7 +379,7 @@ def _api_versions_v0(msg: DecodedMessage, api_version: int, corr: int, b: bytes,
     does: a broker that does not support the requested version answers at v0 (the Java client retries the
     parse at v0 the same way). ``budget`` is given back what the failed decode spent (to ``start``)."""
     budget.left = start
-    v0 = _module_readers(registry.API_MODULES[18]).RESPONSE[0]
+    v0 = reader_module(registry.API_MODULES[18]).RESPONSE[0]
     try:
         body0, end0 = v0(b, p, budget)
     except (rt.DecodeError, RecursionError):

@@ -1,5 +1,9 @@
-"""The generated decoder modules, imported on first use: the plain readers (``decoders/generated``) and their
-compiled twins (``decoders/accel``), by module name (``decoders.generated.registry``)."""
+"""The generated decoder modules, imported on first use, by module name (``decoders.generated.registry``).
+
+Each message layout has one reader, rendered from the one model by ``decoders.codegen``: compiled
+(``decoders/accel``) for the APIs clients use on every connection and for every header and embedded
+structure (``registry.ACCEL_MODULES``), plain Python (``decoders/generated``) for the admin, controller and
+inter-broker APIs, rare on the wire. Both kinds fail alike: a DecodeError naming the field path and offset."""
 
 from __future__ import annotations
 
@@ -8,37 +12,22 @@ from types import ModuleType
 
 from decoders.generated import registry
 
-__all__ = ["accel_module", "pure_module", "reader_module"]
+__all__ = ["accel_module", "reader_module"]
 
 _modules: dict[str, ModuleType] = {}
 
 
-def pure_module(name: str) -> ModuleType:
-    """The plain readers of generated module ``name`` (decoders/generated)."""
+def reader_module(name: str) -> ModuleType:
+    """The readers of generated module ``name``: ``decoders.accel.NAME`` when compiled, else
+    ``decoders.generated.NAME``."""
     mod = _modules.get(name)
     if mod is None:
-        mod = importlib.import_module(f"decoders.generated.{name}")
-        _modules[name] = mod
+        package = "accel" if name in registry.ACCEL_MODULES else "generated"
+        mod = _modules[name] = importlib.import_module(f"decoders.{package}.{name}")
     return mod
-
-
-_accel_modules: dict[str, ModuleType] = {}
 
 
 def accel_module(name: str) -> ModuleType | None:
-    """The compiled readers of generated module ``name`` (decoders/accel), failing as its plain readers fail
-    (decoders/accel/_where.pyx); None for a module whose readers are not compiled (``registry.ACCEL_MODULES``:
-    the rarely seen admin and inter-broker APIs). Both are rendered from one model by ``decoders.codegen``; the
-    suite fails on a stale extension."""
-    mod = _accel_modules.get(name)
-    if mod is None:
-        if name not in registry.ACCEL_MODULES:
-            return None
-        mod = _accel_modules[name] = importlib.import_module(f"decoders.accel.{name}")
-    return mod
-
-
-def reader_module(name: str) -> ModuleType:
-    """The readers that decode generated module ``name``'s layouts: the compiled ones when built, else the plain
-    ones (both fail alike, naming the field path and offset)."""
-    return accel_module(name) or pure_module(name)
+    """The compiled readers of generated module ``name`` (decoders/accel); None for a module whose readers are
+    plain Python (``registry.ACCEL_MODULES``)."""
+    return reader_module(name) if name in registry.ACCEL_MODULES else None

@@ -2,8 +2,8 @@
 
     .venv/bin/python fuzz/build_native.py        # once, and after a .pyx changes (needs clang)
 
-The generated fast readers (``decoders/accel``: the readers that decode every message first, the plain
-generated readers of ``decoders/generated`` run only when they reject a frame) and the native modules
+The compiled generated readers (``decoders/accel``: the one reader of each hot API's layouts and of every
+header and embedded structure; the rare APIs' readers are plain Python, ``decoders/generated``) and the native modules
 (``decoders/native``, ``inspector/native``) have no Python source for atheris to instrument. Built here by
 clang with ``-fsanitize=fuzzer-no-link`` (edge counters, comparison tracing), they report their coverage to
 libFuzzer, which is then a shared library of its own (``libfuzzer.so``, from clang's

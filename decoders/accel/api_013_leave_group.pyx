@@ -409,4 +409,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w2, 5: _w3}
 RESPONSE = {0: _w4, 1: _w5, 2: _w5, 3: _w6, 4: _w7, 5: _w7}
-BUILD_HASH = 'ec09cbe49e8d5b5d'

@@ -79,4 +79,3 @@ def _w1(bytes b, Py_ssize_t p, ElementBudget B not None):
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w1, 1: _w1}
-BUILD_HASH = '2b692cb0f64878cb'

@@ -380,4 +380,3 @@ _T1 = {0: ("SupportedFeatures", _w5), 1: ("FinalizedFeaturesEpoch", _w6), 2: ("F
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w1, 5: _w2}
 RESPONSE = {0: _w3, 1: _w4, 2: _w4, 3: _w9, 4: _w9, 5: _w9}
-BUILD_HASH = 'f078b1259a7e36ea'

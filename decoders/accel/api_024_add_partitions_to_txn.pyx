@@ -513,4 +513,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w3, 5: _w3}
 RESPONSE = {0: _w5, 1: _w5, 2: _w5, 3: _w7, 4: _w9, 5: _w9}
-BUILD_HASH = 'c7aa6bcb610bb80a'

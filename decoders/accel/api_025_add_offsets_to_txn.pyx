@@ -136,4 +136,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w0, 3: _w1, 4: _w1}
 RESPONSE = {0: _w2, 1: _w2, 2: _w2, 3: _w3, 4: _w3}
-BUILD_HASH = '3b9181fd7e6590f6'

@@ -742,4 +742,3 @@ _T0 = {}
 
 REQUEST = {0: _w1, 1: _w1, 2: _w3, 3: _w5, 4: _w5, 5: _w5, 6: _w7}
 RESPONSE = {0: _w9, 1: _w9, 2: _w9, 3: _w11, 4: _w11, 5: _w11, 6: _w13}
-BUILD_HASH = 'ac3fefdfeea73a61'

@@ -187,4 +187,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0, 2: _w1}
 RESPONSE = {0: _w2, 1: _w3, 2: _w4}
-BUILD_HASH = '250df9e9801587ef'

@@ -98,4 +98,3 @@ _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = '12be43a21b1d3257'

@@ -402,4 +402,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w1}
 RESPONSE = {0: _w3, 1: _w3}
-BUILD_HASH = '8a45fc5d0b31a98c'

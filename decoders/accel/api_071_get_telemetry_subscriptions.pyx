@@ -106,4 +106,3 @@ _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = 'e454dd9542e18669'

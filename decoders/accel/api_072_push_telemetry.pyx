@@ -75,4 +75,3 @@ _T0 = {}
 
 REQUEST = {0: _w0}
 RESPONSE = {0: _w1}
-BUILD_HASH = '2bdd9d393a0dca46'

@@ -199,4 +199,3 @@ _T0 = {}
 
 REQUEST = {0: _w0, 1: _w0}
 RESPONSE = {0: _w2, 1: _w2}
-BUILD_HASH = '7929e9d8eeac342c'

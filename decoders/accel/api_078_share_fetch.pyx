@@ -838,4 +838,3 @@ _T0 = {}
 
 REQUEST = {0: _w2, 1: _w5, 2: _w6}
 RESPONSE = {0: _w10, 1: _w11, 2: _w11}
-BUILD_HASH = '90ef98303747efc0'

@@ -516,4 +516,3 @@ _T0 = {}
 
 REQUEST = {0: _w2, 1: _w2, 2: _w3}
 RESPONSE = {0: _w7, 1: _w7, 2: _w8}
-BUILD_HASH = '01a3ec2d91ffc221'

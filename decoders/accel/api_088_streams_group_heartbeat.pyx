@@ -1230,4 +1230,3 @@ _T0 = {}
 
 REQUEST = {0: _w4, 1: _w4}
 RESPONSE = {0: _w6, 1: _w7}
-BUILD_HASH = 'eb9c3f89e51ef1f3'

@@ -41,4 +41,3 @@ def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
 
 VERSIONS = {0: _w0}
 QUIET_VERSIONS = {0: _q0}
-BUILD_HASH = '49b829c4ee194922'

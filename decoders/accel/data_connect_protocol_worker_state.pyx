@@ -89,4 +89,3 @@ def _q1(bytes b, Py_ssize_t p, ElementBudget B not None):
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w1}
 QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q1}
-BUILD_HASH = '7e31e333ee4c1dfa'

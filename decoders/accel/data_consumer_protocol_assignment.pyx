@@ -80,4 +80,3 @@ def _q0(bytes b, Py_ssize_t p, ElementBudget B not None):
 
 VERSIONS = {0: _w0, 1: _w0, 2: _w0, 3: _w0}
 QUIET_VERSIONS = {0: _q0, 1: _q0, 2: _q0, 3: _q0}
-BUILD_HASH = '6e153274213d6be8'

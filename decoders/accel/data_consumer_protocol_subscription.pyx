@@ -341,4 +341,3 @@ def _q3(bytes b, Py_ssize_t p, ElementBudget B not None):
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w2, 3: _w3}
 QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q2, 3: _q3}
-BUILD_HASH = '531f3d7f025de2c9'

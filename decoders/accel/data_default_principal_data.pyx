@@ -65,4 +65,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0}
 QUIET_VERSIONS = {0: _q0}
-BUILD_HASH = '838d22e99994406e'

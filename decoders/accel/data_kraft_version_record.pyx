@@ -46,4 +46,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0}
 QUIET_VERSIONS = {0: _q0}
-BUILD_HASH = 'eb6b176df2a5e9a4'

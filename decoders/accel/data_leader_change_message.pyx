@@ -171,4 +171,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0, 1: _w1}
 QUIET_VERSIONS = {0: _q0, 1: _q1}
-BUILD_HASH = '4da4133058d2750b'

@@ -45,4 +45,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0}
 QUIET_VERSIONS = {0: _q0}
-BUILD_HASH = 'd02ae63cd5022bf5'

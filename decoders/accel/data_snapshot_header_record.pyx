@@ -46,4 +46,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0}
 QUIET_VERSIONS = {0: _q0}
-BUILD_HASH = '75ec77de00ac24ab'

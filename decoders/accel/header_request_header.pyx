@@ -114,4 +114,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0, 1: _w1, 2: _w2}
 QUIET_VERSIONS = {0: _q0, 1: _q1, 2: _q2}
-BUILD_HASH = '0d38b87ab37f59cc'

@@ -67,4 +67,3 @@ _T0 = {}
 
 VERSIONS = {0: _w0, 1: _w1}
 QUIET_VERSIONS = {0: _q0, 1: _q1}
-BUILD_HASH = '0e514d6a8765ef8e'

@@ -1,15 +1,17 @@
-"""Write every generated file from the schema: both decoder backends, the registry, where messages name topics
+"""Write every generated file from the schema: the decoders, the registry, where messages name topics
 (``topic_fields.py``), ``contract/apis.py`` (the API keys and names), ``contract/body_schemas.py`` (the Spark
 schemas of the bodies the detectors read).
 
-``render`` renders the pure-Python decoders (``decoders/generated``), ``render_cy`` their Cython twins
-(``decoders/accel``); this module reads the schema, renders both, ties each pair with one build hash and
-writes the files (``python -m decoders.codegen``; ``python -m decoders.regen`` after converting new specs).
+Each message layout has one reader: ``render_cy`` renders the compiled ones (``decoders/accel``: the APIs of
+``COMPILED_API_KEYS``, every header and embedded structure), ``render`` the plain Python ones of the other APIs
+(``decoders/generated``: the admin, controller and inter-broker APIs, rare on the wire). ``plain_sources`` renders
+the plain readers of every module, which the tests use as the compiled readers' reference. This module reads the
+schema, renders and writes the files (``python -m decoders.codegen``; ``python -m decoders.regen`` after converting
+new specs).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -117,44 +119,49 @@ def _registry(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> st
         f"REQUEST_HEADER_VERSION: dict[tuple[int, int], int] = {request_header!r}",
         f"RESPONSE_HEADER_VERSION: dict[tuple[int, int], int] = {response_header!r}",
         f"DATA_MODULES: dict[str, str] = {data_modules!r}",
-        "#: The modules whose readers are also compiled (decoders/accel); the others run their plain readers.",
+        "#: The modules whose readers are compiled (decoders/accel); the others' readers are plain Python (here).",
         f"ACCEL_MODULES: frozenset[str] = frozenset({accel!r})",
     ]
     return "\n".join(lines) + "\n"
 
 
-def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Path = ACCEL_DIR,
-                 contract_dir: Path = CONTRACT_DIR, native_dir: Path = NATIVE_DIR) -> list[Path]:
-    """Regenerate every decoder module from the schema; returns the files written.
-
-    The pure-Python decoders go to ``out_dir``, their compiled (Cython) twins to ``accel_dir``
-    (``decoders/accel`` by default), the API names to ``contract_dir/apis.py``, and the record set summary
-    writer, rendered from ``decoders.record_header``, to ``native_dir/_records.pyx``.
-    """
+def schema_docs(schema_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The schema's documents: (all of them, the APIs, the headers and embedded structures)."""
     docs = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(schema_dir.glob("*.json"))]
     apis = [d for d in docs if "apiKey" in d]
     data_docs = [d for d in docs if d.get("type") in ("header", "data")]
     extra_dir = schema_dir.parent / "protocols"
     for p in sorted(extra_dir.glob("*.json")):
         data_docs.append(json.loads(p.read_text(encoding="utf-8")))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files: dict[str, str] = {}
-    for doc in apis:
-        files[module_name(doc) + ".py"] = render_api(doc)
+    return docs, apis, data_docs
+
+
+def plain_sources(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> dict[str, str]:
+    """The plain Python readers of every API and structure, by module name (``api_011_join_group``): those of
+    the APIs not compiled are ``decoders/generated``; the others are the reference the tests hold the compiled
+    readers to (rendered from the same model by the other renderer)."""
+    sources = {module_name(doc): render_api(doc) for doc in apis}
     for doc in data_docs:
-        extra = range(0, 3) if doc["name"] == "RequestHeader" else None
-        files[module_name(doc) + ".py"] = render_data(doc, extra)
+        sources[module_name(doc)] = render_data(doc, range(0, 3) if doc["name"] == "RequestHeader" else None)
+    return sources
+
+
+def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Path = ACCEL_DIR,
+                 contract_dir: Path = CONTRACT_DIR, native_dir: Path = NATIVE_DIR) -> list[Path]:
+    """Regenerate every decoder module from the schema; returns the files written.
+
+    The compiled (Cython) readers go to ``accel_dir`` (``decoders/accel`` by default), the plain readers of the
+    other APIs and the registry to ``out_dir``, the API names to ``contract_dir/apis.py``, and the record set
+    summary writer, rendered from ``decoders.record_header``, to ``native_dir/_records.pyx``.
+    """
+    docs, apis, data_docs = schema_docs(schema_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    accel = accel_files(apis, data_docs)
+    compiled = {name[:-4] for name in accel if not name.startswith("_")}
+    files = {f"{name}.py": text for name, text in plain_sources(apis, data_docs).items() if name not in compiled}
     files["registry.py"] = _registry(apis, data_docs)
     files["topic_fields.py"] = render_topic_fields(apis)
     files["__init__.py"] = HEADER + '"""Decoders generated from the project schema."""\n'
-    accel = accel_files(apis, data_docs)
-    for name, text in accel.items():
-        # Both twins carry one hash of both texts: a compiled module built from other sources than
-        # the pure module beside it (a stale build) is recognised and not used.
-        py = name[:-4] + ".py"
-        line = f"BUILD_HASH = {hashlib.sha256((files[py] + text).encode()).hexdigest()[:16]!r}\n"
-        files[py] += line
-        accel[name] = text + line
     written = _write(out_dir, "*.py", files)
     written += _write(accel_dir, "*.pyx", accel)
     written += _write(contract_dir, "apis.py", {"apis.py": _api_names(apis)})  # the contract's other modules stay

@@ -192,8 +192,9 @@ COMPILED_API_KEYS = frozenset((0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 17, 18, 22,
 
 
 def accel_files(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> dict[str, str]:
-    """File name -> text of every compiled decoder module (same module names as decoders/generated): the APIs
-    of :data:`COMPILED_API_KEYS` and every data structure (headers, embedded protocols)."""
+    """File name -> text of every compiled decoder module (named as its plain readers would be,
+    ``generate.plain_sources``): the APIs of :data:`COMPILED_API_KEYS` and every data structure (headers,
+    embedded protocols)."""
     files: dict[str, str] = {}
     for doc in apis:
         if doc["apiKey"] not in COMPILED_API_KEYS:

@@ -1,4 +1,4 @@
-"""What both renderers (``render``, the pure-Python decoders; ``render_cy``, their Cython twins) share: the
+"""What both renderers (``render``, the plain Python readers; ``render_cy``, the compiled ones) share: the
 generated files' header, the module names, and the version -> function table of a root struct."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The compiled decoders (decoders/accel) against the pure-Python ones they are generated beside.
+"""The compiled decoders (decoders/accel) against the plain Python readers the other renderer makes of the same model.
 
-The compiled readers are what ``decoders.api`` runs; the pure readers are the reference. On every input both
+The compiled readers are what ``decoders.api`` runs; the plain readers, rendered in the tests
+(``tests/decoders/plain_readers.py``), are the reference. On every input both
 must agree: the same value and end offset, or the same failure (status kind, text, field path and offset, and
 what is left of the element budget), as a frame is decoded once.
 Inputs: the independent encoders' round-trip vectors whole, cut at many points and with trailing
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -23,31 +25,33 @@ from decoders.element_budget import ElementBudget
 from decoders.generated import registry
 from decoders.records import Records
 from tests.decoders import vectors_all as VA
+from tests.decoders.plain_readers import plain_module
 from tests.frames import valid_header
 
+REPO = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def test_compiled_decoders_are_built_and_current() -> None:
-    """`make setup` builds them from the model the plain readers were rendered from (the same BUILD_HASH): a
-    regenerated model with an old build fails here, not silently at run time."""
-    assert api.accelerated()
+def test_each_layout_has_one_reader() -> None:
+    """The hot APIs' and every header's and embedded structure's readers are compiled and ship alone (their plain
+    readers are rendered only here, as the reference); the other APIs' are plain and ship alone. (That each
+    extension is built from the ``.pyx`` there now: tests/inspector/test_compiled.py.)"""
     assert set(registry.DATA_MODULES.values()) <= registry.ACCEL_MODULES  # headers, embedded protocols
     assert {registry.API_MODULES[k] for k in (0, 1, 3, 11, 14, 18)} <= registry.ACCEL_MODULES
+    generated = REPO / "decoders" / "generated"
     for name in list(registry.API_MODULES.values()) + list(registry.DATA_MODULES.values()):
         fast = api.accel_module(name)
-        if name not in registry.ACCEL_MODULES:
-            assert fast is None and not hasattr(api._module(name), "BUILD_HASH")  # plain readers only
-            continue
-        assert fast is not None
-        assert fast.BUILD_HASH == api._module(name).BUILD_HASH, f"{name}: stale build, run `make setup`"
+        compiled = name in registry.ACCEL_MODULES
+        assert (fast is not None) == compiled
+        assert (generated / f"{name}.py").exists() != compiled, name
+        assert (REPO / "decoders" / "accel" / f"{name}.pyx").exists() == compiled, name
 
 
 def test_apis_whose_readers_are_not_compiled_decode_with_the_plain_readers() -> None:
     """CreateTopics (an admin API) has no compiled readers: its fast path is the plain reader itself."""
     assert "api_019_create_topics" not in registry.ACCEL_MODULES
     entry = api._readers(19, 7, "request")
-    assert entry is not None and entry.body is api._module("api_019_create_topics").REQUEST[7] and entry.text is None
+    assert entry is not None and entry.body is plain_module("api_019_create_topics").REQUEST[7] and entry.text is None
 
 
 def plain(value: Any) -> Any:
@@ -82,9 +86,9 @@ def readers(kind: str, api_key: int, version: int) -> tuple[rt.Reader, rt.Reader
     header_version = versions[(api_key, version)]
     fast_header = api.accel_module(header_name)
     assert fast_header is not None
-    body = api._module(body_name).REQUEST if kind == "request" else api._module(body_name).RESPONSE
+    body = plain_module(body_name).REQUEST if kind == "request" else plain_module(body_name).RESPONSE
     fast = fast_body.REQUEST if kind == "request" else fast_body.RESPONSE
-    return (api._module(header_name).VERSIONS[header_version], body[version],
+    return (plain_module(header_name).VERSIONS[header_version], body[version],
             fast_header.VERSIONS[header_version], fast[version])
 
 
@@ -150,7 +154,7 @@ def test_random_bytes_after_a_valid_header(case: tuple[str, int, int], tail: byt
 
 
 DATA = sorted((name, v) for name, module in registry.DATA_MODULES.items()
-              for v in api._module(module).VERSIONS)
+              for v in plain_module(module).VERSIONS)
 
 
 @SETTINGS
@@ -158,7 +162,7 @@ DATA = sorted((name, v) for name, module in registry.DATA_MODULES.items()
 def test_embedded_and_header_structures(case: tuple[str, int], raw: bytes) -> None:
     name, version = case
     module = registry.DATA_MODULES[name]
-    pure = api._module(module).VERSIONS[version]
+    pure = plain_module(module).VERSIONS[version]
     fast = api.accel_module(module).VERSIONS[version]  # type: ignore[union-attr]
     assert outcome(lambda b, p, budget: ({}, 0), fast, raw) == outcome(lambda b, p, budget: ({}, 0), pure, raw)
 
@@ -220,7 +224,7 @@ def test_quiet_entries_fail_with_the_plain_readers_status(case: tuple[str, int],
     name, version = case
     module = registry.DATA_MODULES[name]
     quiet = api.accel_module(module).QUIET_VERSIONS[version]  # type: ignore[union-attr]
-    pure = api._module(module).VERSIONS[version]
+    pure = plain_module(module).VERSIONS[version]
     expected = raising_outcome(pure, raw, budget)
     assert quiet_outcome(quiet, raw, budget) == expected
 
@@ -232,7 +236,7 @@ def test_quiet_entries_on_a_subscription_cut_and_corrupted() -> None:
     module = registry.DATA_MODULES["ConsumerProtocolSubscription"]
     fast = api.accel_module(module)
     assert fast is not None
-    pure = api._module(module).VERSIONS[3]
+    pure = plain_module(module).VERSIONS[3]
     body = _subscription_v3()
     inputs = [body[:cut] for cut in range(len(body) + 1)]
     inputs += [body[:i] + bytes([b]) + body[i + 1:] for i in range(len(body)) for b in (0x00, 0x7F, 0x80, 0xFF)]

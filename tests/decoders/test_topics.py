@@ -40,6 +40,7 @@ from decoders.generated import topic_fields
 from decoders.spec.convert import SCHEMA_DIR
 from decoders.spec.versions import VersionRange
 from decoders.topics import ZERO_ID, body_refs, topic_refs
+from tests.decoders.plain_readers import plain_module
 from tests.decoders.vectors import DetSource
 from tests.decoders.vectors_kio import kio_frame, kio_instance, untagged
 
@@ -75,12 +76,12 @@ def refs(instance: Any) -> Any:
         msg = api.decode_response_bytes(frame, key, version, None, True, rt.MAX_ELEMENTS, False)
     assert msg.status == api.OK and msg.text is None, msg.status
     found = topic_refs(msg)
-    entry = api._readers(key, version, kind)  # the plain readers, beside the compiled ones decode_* ran
+    entry = api._readers(key, version, kind)  # the plain readers (rendered here), beside the compiled ones
     assert entry is not None
-    plain = api._module(api.registry.API_MODULES[key])
+    plain = plain_module(api.registry.API_MODULES[key])
     header_name = api.registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
     budget = ElementBudget(rt.MAX_ELEMENTS)
-    header, p = api._module(header_name).VERSIONS[entry.header_version](frame, 0, budget)
+    header, p = plain_module(header_name).VERSIONS[entry.header_version](frame, 0, budget)
     body, end = (plain.REQUEST if kind == "request" else plain.RESPONSE)[version](frame, p, budget)
     assert end == len(frame)
     assert body_refs(kind, key, version, body) == found

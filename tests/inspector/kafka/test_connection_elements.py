@@ -18,6 +18,7 @@ from inspector.kafka.pipeline import Inspector
 from inspector.read.reader import ReadOptions, iter_capture
 from inspector.rows.event_table import EventTable
 from inspector.rows.summary import LIMITS, Summary
+from tests.decoders.plain_readers import plain_module
 from tests.frames import api_versions_request_v0, api_versions_response_v0, frame, request_header
 from tests.inspector.hostile_captures import envelope, uvarint
 from tests.inspector.kafka.test_connection import A, B, _messages
@@ -111,8 +112,8 @@ def test_budget_stops_are_told_apart_by_both_readers() -> None:
     data = frame(api_versions_response_v0(9, [(1, 0, 9)] * 50))[4:]
     entry = api._readers(18, 0, "response")
     assert entry is not None
-    header = api._module("header_response_header").VERSIONS[entry.header_version]
-    body = api._module("api_018_api_versions").RESPONSE[0]
+    header = plain_module("header_response_header").VERSIONS[entry.header_version]
+    body = plain_module("api_018_api_versions").RESPONSE[0]
     plain = api._Readers(header, body, entry.header_version, entry.post, None)
     for readers in (entry, plain):  # compiled (when built), then pure
         assert api._exact(readers, data, ElementBudget(10)) is api._OVER_BUDGET

@@ -16,6 +16,7 @@ from inspector.kafka.topic_names import MAX_IDS, TopicNames
 from inspector.read.reader import iter_capture
 from inspector.rows.event_table import EventTable
 from inspector.rows.summary import Summary
+from tests.decoders.plain_readers import plain_module
 from tests.inspector.capture_frames import CAPTURES
 
 PCAPS = Path(__file__).resolve().parents[3] / "pcaps"
@@ -103,11 +104,11 @@ def test_every_path_gives_the_same_topics_on_every_capture(monkeypatch: pytest.M
     readers' dicts: the same column on every capture in pcaps/ and the shared real captures."""
     written = {path.name: _topics(path, True) for path in CAPTURES}
     decoded = {path.name: _topics(path, False) for path in CAPTURES}
-    monkeypatch.setattr(api, "accel_module", lambda name: None)  # the plain generated readers only
+    monkeypatch.setattr(api, "reader_module", plain_module)  # the plain readers of every layout (the reference)
     _forget_readers()
     try:
         entry = api._readers(1, 12, "request")
-        assert entry is not None and entry.body is api._module("api_001_fetch").REQUEST[12] and entry.text is None
+        assert entry is not None and entry.body is plain_module("api_001_fetch").REQUEST[12] and entry.text is None
         plain = {path.name: _topics(path, False) for path in CAPTURES}
     finally:
         monkeypatch.undo()

@@ -14,7 +14,8 @@ missing nothing.
 end, a group's next generation), and a micro-batch ends anywhere. A pass therefore counts an occurrence only once
 the traffic has moved ``settle`` seconds past its last message; the rest waits for the next pass, with its
 events kept. When no new file has come for ``settle`` seconds the traffic seen is taken as final: an idle pass
-settles everything pending.
+settles everything pending. It reads no new event: it settles the occurrences the pass before left waiting (kept
+in that pass's state) without running the detectors again.
 """
 
 from __future__ import annotations
@@ -192,22 +193,39 @@ class Follower:
         if prev.meta.has_retained:
             retained = prev.meta.retained_events if prev.meta.retained_events is not None else parts[0].count()
         small = retained + new_count < SMALL_PASS_EVENTS
+        # An idle pass reads no new event: the occurrences the pass before left waiting are all it has to settle
+        # (the detectors would find them again in the same events), and the events stay as that pass kept them.
+        waiting = prev.waiting() if final and not good else None
         with scoped(spark, _INTERPRETED if small else {}):
-            events = keep_small(events) if small else materialise(events)
             seen = dict(prev.seen)
-            occurrences = self._occurrences(events, hi)
+            left: list[Row] = []
+            if waiting is not None:
+                occurrences = waiting
+            else:
+                events = keep_small(events) if small else materialise(events)
+                occurrences, left = self._occurrences(events, hi)
             named = self._named(new, occurrences, prev.meta)
             partial_rows, touched = self._partials(occurrences, seen, prev.meta, named)
             stored = spark.read.parquet(prev.episodes) if prev.meta.has_episodes else None
             known = {episode_id(r.asDict()) for r in stored.select(*EPISODE_KEY).collect()} if stored else set()
             episodes = self._episodes(stored, partial_rows, str(tmp / "episodes"))
             rendered = [r.asDict(recursive=True) for r in render(episodes).collect()] if episodes is not None else []
-            call_site(spark, "follow: retain")
-            retention.retain(events, cut).write.parquet(str(tmp / "retained"))
-            kept = spark.read.parquet(str(tmp / "retained")).agg(F.min("ts"), F.count(F.lit(1))).first()
-            assert kept is not None
-            oldest = _us(kept[0])
-        meta.retained_events = int(kept[1])
+            kept_events: int | None
+            if waiting is not None:
+                follow_state.keep_retained(prev, tmp)
+                oldest, kept_events = prev.meta.retained_oldest_us, prev.meta.retained_events
+                cut = prev.meta.kept_from_us if prev.meta.kept_from_us is not None else cut
+            else:
+                call_site(spark, "follow: retain")
+                retention.retain(events, cut).write.parquet(str(tmp / "retained"))
+                kept = spark.read.parquet(str(tmp / "retained")).agg(F.min("ts"), F.count(F.lit(1))).first()
+                assert kept is not None
+                oldest, kept_events = _us(kept[0]), int(kept[1])
+        if left:
+            follow_state.keep_waiting(tmp, left)
+        meta.has_waiting = bool(left)
+        meta.retained_events = kept_events
+        meta.retained_oldest_us = oldest
         meta.has_retained = True
         meta.has_episodes = episodes is not None
         meta.kept_from_us = cut
@@ -254,12 +272,13 @@ class Follower:
         found = new.where(sample.isin(literals)).select(sample.alias("s")).distinct().collect()
         return {(r["s"]["p"], r["s"]["c"], r["s"]["k"]) for r in found}
 
-    def _occurrences(self, events: DataFrame, hi: int) -> list[Row]:
-        """Every detector's settled finding rows: their last message at or before ``hi`` (µs)."""
-        def collect(df: DataFrame) -> list[Row]:
-            return df.where(F.unix_micros("ts_last") <= hi).collect()
-
-        return [r for rows in detector_pass(self.spark, events, self.hosts, collect).values() for r in rows]
+    def _occurrences(self, events: DataFrame, hi: int) -> tuple[list[Row], list[Row]]:
+        """Every detector's finding rows: those settled (their last message at or before ``hi``, µs), and those
+        left waiting (the rest: an idle pass settles them)."""
+        found = [r for rows in detector_pass(self.spark, events, self.hosts, lambda df: df.collect()).values()
+                 for r in rows]
+        last = [(r, _us(r["ts_last"])) for r in found]  # a row without a last time is neither (as SQL's <= says)
+        return [r for r, t in last if t is not None and t <= hi], [r for r, t in last if t is not None and t > hi]
 
     @staticmethod
     def _partials(occurrences: list[Row], seen: dict[tuple[str, int], int], prev: follow_state.Meta,

@@ -7,7 +7,10 @@ appears whole: it is written under a hidden name and renamed into place (the ren
 * ``retained/``: the events kept for the next pass (``retention.retain``), as Parquet;
 * ``episodes/``: every episode found so far, combined (``findings.combine``'s columns), as Parquet;
 * ``seen.json``: the occurrences counted so far whose traffic is still within the horizon (episode id, first
-  and last time), so that a pass counts an occurrence once however often it is recomputed.
+  and last time), so that a pass counts an occurrence once however often it is recomputed;
+* ``waiting.pickle``: the occurrences the pass found that end within ``settle`` of the traffic's end (the
+  detectors' rows, as PySpark gave them), which the idle pass after it settles without running the detectors
+  again (its events are the same).
 
 A pass re-run after a crash (Spark runs a batch again whose commit it did not record) starts from the newest
 version before it and cuts ``findings.jsonl`` back to that version's length: nothing is written twice.
@@ -17,14 +20,17 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: Versions kept on disk (the newest; older ones are removed after a pass commits).
 KEEP_VERSIONS = 3
 _VERSION = re.compile(r"v-(\d{8})-(\d{4})")
+WAITING = "waiting.pickle"
 
 
 @dataclass
@@ -49,6 +55,10 @@ class Meta:
     #: the events kept for the next pass (``retained``), counted as they were written (None: a state written
     #: before this was kept: the next pass counts them)
     retained_events: int | None = None
+    #: the oldest of them (µs since the epoch; None: a state written before this was kept)
+    retained_oldest_us: int | None = None
+    #: whether ``waiting.pickle`` holds the occurrences this pass left to settle
+    has_waiting: bool = False
 
 
 @dataclass
@@ -65,6 +75,19 @@ class Version:
     @property
     def episodes(self) -> str:
         return str(self.path / "episodes")
+
+    def waiting(self) -> list[Any] | None:
+        """The occurrences this pass left to settle (``waiting.pickle``; none when it left none); None for a state
+        written before they were kept, or when they cannot be read: the idle pass then runs the detectors."""
+        if self.meta.retained_oldest_us is None:
+            return None
+        if not self.meta.has_waiting:
+            return []
+        try:
+            rows: list[Any] = pickle.loads((self.path / WAITING).read_bytes())  # noqa: S301  # this run's own state
+        except (OSError, pickle.UnpicklingError, AttributeError, ImportError, EOFError, TypeError, ValueError):
+            return None
+        return rows
 
 
 def state_dir(output: str) -> Path:
@@ -104,6 +127,16 @@ def staging(root: Path, batch: int, idle: int) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     return tmp
+
+
+def keep_waiting(tmp: Path, rows: list[Any]) -> None:
+    """Keep ``rows`` (the occurrences a pass leaves to settle) in the version being written in ``tmp``."""
+    (tmp / WAITING).write_bytes(pickle.dumps(rows))
+
+
+def keep_retained(prev: Version, tmp: Path) -> None:
+    """The events ``prev`` kept, kept again by the version being written in ``tmp`` (an idle pass reads none)."""
+    shutil.copytree(prev.retained, tmp / "retained")
 
 
 def commit(root: Path, tmp: Path, meta: Meta, seen: dict[tuple[str, int], int]) -> Path:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -195,15 +195,29 @@ def test_an_answer_in_the_next_file_is_waited_for(spark: SparkSession, tmp_path:
     assert ("admin_write_unanswered" in kinds) == (settle == 0)
 
 
-def test_what_never_comes_is_judged_when_no_file_comes(spark: SparkSession, tmp_path: Path) -> None:
+def _no_detectors(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the detectors ran")
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["waiting-kept", "older-state"])
+def test_what_never_comes_is_judged_when_no_file_comes(spark: SparkSession, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, kept: bool) -> None:
     request, _ = _admin_write(0.1)
     f = _follower(spark, tmp_path / "out", settle_s=10.0)
     f.batch(_files(spark, [_write(spark, request, tmp_path / "f1")]), 0)
     assert not _lines(tmp_path / "out")  # within --settle of the newest traffic: it waits
     assert f.pending
+    waiting = f.version.waiting()
+    assert waiting is not None and [r["kind"] for r in waiting] == ["admin_write_unanswered"]
+    if kept:  # the idle pass settles what the pass before left waiting: the same events, no detector again
+        monkeypatch.setattr(follow, "detector_pass", _no_detectors)
+    else:  # a state written before the waiting occurrences were kept: the idle pass runs the detectors
+        f.version = replace(f.version, meta=replace(f.version.meta, retained_oldest_us=None))
+        assert f.version.waiting() is None
     assert _settle_now(f)
     assert [r["kind"] for r in _lines(tmp_path / "out")] == ["admin_write_unanswered"]
-    assert not f.pending
+    assert not f.pending and f.version.waiting() == []
+    assert pq.read_table(f.version.retained).num_rows == f.version.meta.retained_events == 1
 
 
 @pytest.fixture

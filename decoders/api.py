@@ -14,11 +14,11 @@ from decoders import _runtime as rt
 from decoders.element_budget import ElementBudget
 from decoders.embedded import EMBEDDED_LIMIT_NOTE, embedded_limit_hit, postprocessors
 from decoders.generated import registry
-from decoders.generated_modules import accel_module, reader_module
+from decoders.generated_modules import reader_module
 from decoders.redaction import with_redaction
 from decoders.status import StatusKind
 
-__all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "accel_module", "api_name",
+__all__ = ["ELEMENTS_LIMIT", "EMBEDDED_LIMIT_NOTE", "OK", "DecodedMessage", "api_name",
            "be16", "be32", "decode_request", "decode_request_bytes", "decode_response", "decode_response_bytes",
            "decode_response_exact", "embedded_limit_hit", "hit_elements_limit"]
 

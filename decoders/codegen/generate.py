@@ -137,7 +137,7 @@ def schema_docs(schema_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 
 def plain_sources(apis: list[dict[str, Any]], data_docs: list[dict[str, Any]]) -> dict[str, str]:
-    """The plain Python readers of every API and structure, by module name (``api_011_join_group``): those of
+    """The plain Python readers of these APIs and structures, by module name (``api_011_join_group``): those of
     the APIs not compiled are ``decoders/generated``; the others are the reference the tests hold the compiled
     readers to (rendered from the same model by the other renderer)."""
     sources = {module_name(doc): render_api(doc) for doc in apis}
@@ -157,8 +157,10 @@ def generate_all(schema_dir: Path, out_dir: Path = GENERATED_DIR, accel_dir: Pat
     docs, apis, data_docs = schema_docs(schema_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     accel = accel_files(apis, data_docs)
-    compiled = {name[:-4] for name in accel if not name.startswith("_")}
-    files = {f"{name}.py": text for name, text in plain_sources(apis, data_docs).items() if name not in compiled}
+    compiled = {name[:-4] for name in accel}  # their plain readers are not written (nor rendered)
+    plain = plain_sources([d for d in apis if module_name(d) not in compiled],
+                          [d for d in data_docs if module_name(d) not in compiled])
+    files = {f"{name}.py": text for name, text in plain.items()}
     files["registry.py"] = _registry(apis, data_docs)
     files["topic_fields.py"] = render_topic_fields(apis)
     files["__init__.py"] = HEADER + '"""Decoders generated from the project schema."""\n'

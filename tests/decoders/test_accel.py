@@ -23,6 +23,7 @@ from decoders import _runtime as rt
 from decoders import api
 from decoders.element_budget import ElementBudget
 from decoders.generated import registry
+from decoders.generated_modules import accel_module
 from decoders.records import Records
 from tests.decoders import vectors_all as VA
 from tests.decoders.plain_readers import plain_module
@@ -40,7 +41,7 @@ def test_each_layout_has_one_reader() -> None:
     assert {registry.API_MODULES[k] for k in (0, 1, 3, 11, 14, 18)} <= registry.ACCEL_MODULES
     generated = REPO / "decoders" / "generated"
     for name in list(registry.API_MODULES.values()) + list(registry.DATA_MODULES.values()):
-        fast = api.accel_module(name)
+        fast = accel_module(name)
         compiled = name in registry.ACCEL_MODULES
         assert (fast is not None) == compiled
         assert (generated / f"{name}.py").exists() != compiled, name
@@ -78,13 +79,13 @@ def readers(kind: str, api_key: int, version: int) -> tuple[rt.Reader, rt.Reader
     """(plain header, plain body, compiled header, compiled body) readers, or None for an API whose readers are
     not compiled."""
     body_name = registry.API_MODULES[api_key]
-    fast_body = api.accel_module(body_name)
+    fast_body = accel_module(body_name)
     if fast_body is None:
         return None
     versions = registry.REQUEST_HEADER_VERSION if kind == "request" else registry.RESPONSE_HEADER_VERSION
     header_name = registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]
     header_version = versions[(api_key, version)]
-    fast_header = api.accel_module(header_name)
+    fast_header = accel_module(header_name)
     assert fast_header is not None
     body = plain_module(body_name).REQUEST if kind == "request" else plain_module(body_name).RESPONSE
     fast = fast_body.REQUEST if kind == "request" else fast_body.RESPONSE
@@ -163,7 +164,7 @@ def test_embedded_and_header_structures(case: tuple[str, int], raw: bytes) -> No
     name, version = case
     module = registry.DATA_MODULES[name]
     pure = plain_module(module).VERSIONS[version]
-    fast = api.accel_module(module).VERSIONS[version]  # type: ignore[union-attr]
+    fast = accel_module(module).VERSIONS[version]  # type: ignore[union-attr]
     assert outcome(lambda b, p, budget: ({}, 0), fast, raw) == outcome(lambda b, p, budget: ({}, 0), pure, raw)
 
 
@@ -223,7 +224,7 @@ def test_quiet_entries_fail_with_the_plain_readers_status(case: tuple[str, int],
     these), with the same elements left."""
     name, version = case
     module = registry.DATA_MODULES[name]
-    quiet = api.accel_module(module).QUIET_VERSIONS[version]  # type: ignore[union-attr]
+    quiet = accel_module(module).QUIET_VERSIONS[version]  # type: ignore[union-attr]
     pure = plain_module(module).VERSIONS[version]
     expected = raising_outcome(pure, raw, budget)
     assert quiet_outcome(quiet, raw, budget) == expected
@@ -234,7 +235,7 @@ def test_quiet_entries_on_a_subscription_cut_and_corrupted() -> None:
     lengths, names that are not UTF-8): the quiet entry and the plain reader agree, and the raising compiled entry
     too."""
     module = registry.DATA_MODULES["ConsumerProtocolSubscription"]
-    fast = api.accel_module(module)
+    fast = accel_module(module)
     assert fast is not None
     pure = plain_module(module).VERSIONS[3]
     body = _subscription_v3()

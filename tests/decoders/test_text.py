@@ -28,6 +28,7 @@ from decoders import api
 from decoders.codegen.model import is_flexible, resolve_struct, versions_of
 from decoders.codegen.render_cy import TEXT_APIS
 from decoders.generated import registry
+from decoders.generated_modules import accel_module
 from decoders.spec.convert import SCHEMA_DIR
 from decoders.topics import topic_refs
 from inspector.rows.event_table import PROMOTED_KEYS, body_json
@@ -221,9 +222,9 @@ def test_the_partial_body_holds_what_the_read_path_reads() -> None:
 
 def test_writers_cover_every_version_of_the_text_apis() -> None:
     for key in TEXT_APIS:
-        module = api.accel_module(registry.API_MODULES[key])
+        module = accel_module(registry.API_MODULES[key])
         assert module is not None
         assert set(module.REQUEST_TEXT) == set(module.REQUEST)
         assert set(module.RESPONSE_TEXT) == set(module.RESPONSE)
     others = [k for k in registry.API_MODULES if k not in TEXT_APIS]
-    assert not any(hasattr(api.accel_module(registry.API_MODULES[k]), "REQUEST_TEXT") for k in others)
+    assert not any(hasattr(accel_module(registry.API_MODULES[k]), "REQUEST_TEXT") for k in others)

@@ -76,7 +76,7 @@ def refs(instance: Any) -> Any:
         msg = api.decode_response_bytes(frame, key, version, None, True, rt.MAX_ELEMENTS, False)
     assert msg.status == api.OK and msg.text is None, msg.status
     found = topic_refs(msg)
-    entry = api._readers(key, version, kind)  # the plain readers (rendered here), beside the compiled ones
+    entry = api._readers(key, version, kind)  # for the header version; the plain readers are rendered here
     assert entry is not None
     plain = plain_module(api.registry.API_MODULES[key])
     header_name = api.registry.DATA_MODULES["RequestHeader" if kind == "request" else "ResponseHeader"]

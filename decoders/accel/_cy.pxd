@@ -5,9 +5,16 @@
 # the readers decode the frame).
 # cython: language_level=3
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.dict cimport PyDict_SetItem
 from libc.string cimport memcpy
 
 from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, note
+
+
+cdef extern from "Python.h":
+    # A dict with room for ``minused`` keys (CPython's; a dict literal of 6 to 8 keys grows once as it is filled).
+    dict new_dict "_PyDict_NewPresized"(Py_ssize_t minused)
 
 
 cdef inline bint need_at(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L, Where* up, const char* name,

@@ -677,7 +677,14 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
-    d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
+    d = new_dict(7)
+    PyDict_SetItem(d, "Index", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "BaseOffset", v3)
+    PyDict_SetItem(d, "LogAppendTimeMs", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "RecordErrors", v6)
+    PyDict_SetItem(d, "ErrorMessage", v13)
     pp[0] = p
     return d
 
@@ -802,7 +809,14 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
-    d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
+    d = new_dict(7)
+    PyDict_SetItem(d, "Index", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "BaseOffset", v3)
+    PyDict_SetItem(d, "LogAppendTimeMs", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "RecordErrors", v6)
+    PyDict_SetItem(d, "ErrorMessage", v13)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -973,7 +987,14 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'ErrorMessage', -1)
-    d = {"Index": v1, "ErrorCode": v2, "BaseOffset": v3, "LogAppendTimeMs": v4, "LogStartOffset": v5, "RecordErrors": v6, "ErrorMessage": v13}
+    d = new_dict(7)
+    PyDict_SetItem(d, "Index", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "BaseOffset", v3)
+    PyDict_SetItem(d, "LogAppendTimeMs", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "RecordErrors", v6)
+    PyDict_SetItem(d, "ErrorMessage", v13)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

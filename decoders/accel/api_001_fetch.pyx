@@ -209,7 +209,13 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v6 = None
     else:
         return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "Topics": v6}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ReplicaId", v1)
+    PyDict_SetItem(d, "MaxWaitMs", v2)
+    PyDict_SetItem(d, "MinBytes", v3)
+    PyDict_SetItem(d, "MaxBytes", v4)
+    PyDict_SetItem(d, "IsolationLevel", v5)
+    PyDict_SetItem(d, "Topics", v6)
     pp[0] = p
     return d
 
@@ -281,7 +287,13 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v6 = None
     else:
         return failed(NEGATIVE, n7, p, L, up, b'Topics', -1)
-    d = {"ReplicaId": v1, "MaxWaitMs": v2, "MinBytes": v3, "MaxBytes": v4, "IsolationLevel": v5, "Topics": v6}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ReplicaId", v1)
+    PyDict_SetItem(d, "MaxWaitMs", v2)
+    PyDict_SetItem(d, "MinBytes", v3)
+    PyDict_SetItem(d, "MaxBytes", v4)
+    PyDict_SetItem(d, "IsolationLevel", v5)
+    PyDict_SetItem(d, "Topics", v6)
     pp[0] = p
     return d
 
@@ -1380,7 +1392,13 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v11 = None
     else:
         return failed(NEGATIVE, n12, p, L, up, b'Records', -1)
-    d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "AbortedTransactions": v5, "Records": v11}
+    d = new_dict(6)
+    PyDict_SetItem(d, "PartitionIndex", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "HighWatermark", v3)
+    PyDict_SetItem(d, "LastStableOffset", v4)
+    PyDict_SetItem(d, "AbortedTransactions", v5)
+    PyDict_SetItem(d, "Records", v11)
     pp[0] = p
     return d
 
@@ -1491,7 +1509,14 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v12 = None
     else:
         return failed(NEGATIVE, n13, p, L, up, b'Records', -1)
-    d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "Records": v12}
+    d = new_dict(7)
+    PyDict_SetItem(d, "PartitionIndex", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "HighWatermark", v3)
+    PyDict_SetItem(d, "LastStableOffset", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "AbortedTransactions", v6)
+    PyDict_SetItem(d, "Records", v12)
     pp[0] = p
     return d
 
@@ -1637,7 +1662,15 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'Records', -1)
-    d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v12, "Records": v13}
+    d = new_dict(8)
+    PyDict_SetItem(d, "PartitionIndex", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "HighWatermark", v3)
+    PyDict_SetItem(d, "LastStableOffset", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "AbortedTransactions", v6)
+    PyDict_SetItem(d, "PreferredReadReplica", v12)
+    PyDict_SetItem(d, "Records", v13)
     pp[0] = p
     return d
 
@@ -1844,7 +1877,15 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'Records', -1)
-    d = {"PartitionIndex": v1, "ErrorCode": v2, "HighWatermark": v3, "LastStableOffset": v4, "LogStartOffset": v5, "AbortedTransactions": v6, "PreferredReadReplica": v12, "Records": v13}
+    d = new_dict(8)
+    PyDict_SetItem(d, "PartitionIndex", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "HighWatermark", v3)
+    PyDict_SetItem(d, "LastStableOffset", v4)
+    PyDict_SetItem(d, "LogStartOffset", v5)
+    PyDict_SetItem(d, "AbortedTransactions", v6)
+    PyDict_SetItem(d, "PreferredReadReplica", v12)
+    PyDict_SetItem(d, "Records", v13)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -1149,7 +1149,13 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
     v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "Brokers", v2)
+    PyDict_SetItem(d, "ClusterId", v12)
+    PyDict_SetItem(d, "ControllerId", v14)
+    PyDict_SetItem(d, "Topics", v15)
+    PyDict_SetItem(d, "ClusterAuthorizedOperations", v19)
     pp[0] = p
     return d
 
@@ -1337,7 +1343,13 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
     v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "Brokers", v2)
+    PyDict_SetItem(d, "ClusterId", v12)
+    PyDict_SetItem(d, "ControllerId", v14)
+    PyDict_SetItem(d, "Topics", v15)
+    PyDict_SetItem(d, "ClusterAuthorizedOperations", v19)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -1433,7 +1445,13 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     if need_at(p, 4, L, up, b'TopicAuthorizedOperations', -1): return FAILED
     v20 = rd32(c, p + 0)
     p += 4
-    d = {"ErrorCode": v1, "Name": v2, "TopicId": v4, "IsInternal": v5, "Partitions": v6, "TopicAuthorizedOperations": v20}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ErrorCode", v1)
+    PyDict_SetItem(d, "Name", v2)
+    PyDict_SetItem(d, "TopicId", v4)
+    PyDict_SetItem(d, "IsInternal", v5)
+    PyDict_SetItem(d, "Partitions", v6)
+    PyDict_SetItem(d, "TopicAuthorizedOperations", v20)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -1531,7 +1549,13 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     if need_at(p, 4, L, up, b'ClusterAuthorizedOperations', -1): return FAILED
     v19 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ClusterAuthorizedOperations": v19}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "Brokers", v2)
+    PyDict_SetItem(d, "ClusterId", v12)
+    PyDict_SetItem(d, "ControllerId", v14)
+    PyDict_SetItem(d, "Topics", v15)
+    PyDict_SetItem(d, "ClusterAuthorizedOperations", v19)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -1724,7 +1748,13 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
     if need_at(p, 2, L, up, b'ErrorCode', -1): return FAILED
     v19 = rd16(c, p + 0)
     p += 2
-    d = {"ThrottleTimeMs": v1, "Brokers": v2, "ClusterId": v12, "ControllerId": v14, "Topics": v15, "ErrorCode": v19}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "Brokers", v2)
+    PyDict_SetItem(d, "ClusterId", v12)
+    PyDict_SetItem(d, "ControllerId", v14)
+    PyDict_SetItem(d, "Topics", v15)
+    PyDict_SetItem(d, "ErrorCode", v19)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -173,7 +173,13 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     if need_at(p, 4, L, up, b'Port', -1): return FAILED
     v8 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "NodeId": v5, "Host": v6, "Port": v8}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "NodeId", v5)
+    PyDict_SetItem(d, "Host", v6)
+    PyDict_SetItem(d, "Port", v8)
     pp[0] = p
     return d
 
@@ -211,7 +217,13 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     if need_at(p, 4, L, up, b'Port', -1): return FAILED
     v8 = rd32(c, p + 0)
     p += 4
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "NodeId": v5, "Host": v6, "Port": v8}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "NodeId", v5)
+    PyDict_SetItem(d, "Host", v6)
+    PyDict_SetItem(d, "Port", v8)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -69,7 +69,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
                 if need_len(p, n14, L, up, b'Protocols[{}].Metadata', i10): return FAILED
-                v13 = b[p:p + n14]; p += n14
+                v13 = PyBytes_FromStringAndSize(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
@@ -141,7 +141,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
                 if need_len(p, n15, L, up, b'Protocols[{}].Metadata', i11): return FAILED
-                v14 = b[p:p + n15]; p += n15
+                v14 = PyBytes_FromStringAndSize(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
@@ -152,7 +152,13 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v9 = None
     else:
         return failed(NEGATIVE, n10, p, L, up, b'Protocols', -1)
-    d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "ProtocolType": v7, "Protocols": v9}
+    d = new_dict(6)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "SessionTimeoutMs", v3)
+    PyDict_SetItem(d, "RebalanceTimeoutMs", v4)
+    PyDict_SetItem(d, "MemberId", v5)
+    PyDict_SetItem(d, "ProtocolType", v7)
+    PyDict_SetItem(d, "Protocols", v9)
     pp[0] = p
     return d
 
@@ -222,7 +228,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n17 = rd32(c, p); p += 4
             if n17 >= 0:
                 if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
-                v16 = b[p:p + n17]; p += n17
+                v16 = PyBytes_FromStringAndSize(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
@@ -233,7 +239,14 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v11 = None
     else:
         return failed(NEGATIVE, n12, p, L, up, b'Protocols', -1)
-    d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
+    d = new_dict(7)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "SessionTimeoutMs", v3)
+    PyDict_SetItem(d, "RebalanceTimeoutMs", v4)
+    PyDict_SetItem(d, "MemberId", v5)
+    PyDict_SetItem(d, "GroupInstanceId", v7)
+    PyDict_SetItem(d, "ProtocolType", v9)
+    PyDict_SetItem(d, "Protocols", v11)
     pp[0] = p
     return d
 
@@ -310,7 +323,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n17 -= 1
             if n17 >= 0:
                 if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
-                v16 = b[p:p + n17]; p += n17
+                v16 = PyBytes_FromStringAndSize(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
@@ -326,7 +339,14 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v11 = None
     else:
         return failed(NEGATIVE, n12, p, L, up, b'Protocols', -1)
-    d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11}
+    d = new_dict(7)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "SessionTimeoutMs", v3)
+    PyDict_SetItem(d, "RebalanceTimeoutMs", v4)
+    PyDict_SetItem(d, "MemberId", v5)
+    PyDict_SetItem(d, "GroupInstanceId", v7)
+    PyDict_SetItem(d, "ProtocolType", v9)
+    PyDict_SetItem(d, "Protocols", v11)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -408,7 +428,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n17 -= 1
             if n17 >= 0:
                 if need_len(p, n17, L, up, b'Protocols[{}].Metadata', i13): return FAILED
-                v16 = b[p:p + n17]; p += n17
+                v16 = PyBytes_FromStringAndSize(<const char*>c + p, n17); p += n17
             elif n17 == -1:
                 v16 = None
             else:
@@ -434,7 +454,15 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v19 = None
     else:
         return failed(NEGATIVE, n20, p, L, up, b'Reason', -1)
-    d = {"GroupId": v1, "SessionTimeoutMs": v3, "RebalanceTimeoutMs": v4, "MemberId": v5, "GroupInstanceId": v7, "ProtocolType": v9, "Protocols": v11, "Reason": v19}
+    d = new_dict(8)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "SessionTimeoutMs", v3)
+    PyDict_SetItem(d, "RebalanceTimeoutMs", v4)
+    PyDict_SetItem(d, "MemberId", v5)
+    PyDict_SetItem(d, "GroupInstanceId", v7)
+    PyDict_SetItem(d, "ProtocolType", v9)
+    PyDict_SetItem(d, "Protocols", v11)
+    PyDict_SetItem(d, "Reason", v19)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -500,7 +528,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n15 = rd32(c, p); p += 4
             if n15 >= 0:
                 if need_len(p, n15, L, up, b'Members[{}].Metadata', i11): return FAILED
-                v14 = b[p:p + n15]; p += n15
+                v14 = PyBytes_FromStringAndSize(<const char*>c + p, n15); p += n15
             elif n15 == -1:
                 v14 = None
             else:
@@ -511,7 +539,13 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v9 = None
     else:
         return failed(NEGATIVE, n10, p, L, up, b'Members', -1)
-    d = {"ErrorCode": v1, "GenerationId": v2, "ProtocolName": v3, "Leader": v5, "MemberId": v7, "Members": v9}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ErrorCode", v1)
+    PyDict_SetItem(d, "GenerationId", v2)
+    PyDict_SetItem(d, "ProtocolName", v3)
+    PyDict_SetItem(d, "Leader", v5)
+    PyDict_SetItem(d, "MemberId", v7)
+    PyDict_SetItem(d, "Members", v9)
     pp[0] = p
     return d
 
@@ -573,7 +607,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n16 = rd32(c, p); p += 4
             if n16 >= 0:
                 if need_len(p, n16, L, up, b'Members[{}].Metadata', i12): return FAILED
-                v15 = b[p:p + n16]; p += n16
+                v15 = PyBytes_FromStringAndSize(<const char*>c + p, n16); p += n16
             elif n16 == -1:
                 v15 = None
             else:
@@ -584,7 +618,14 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v10 = None
     else:
         return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
+    d = new_dict(7)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "GenerationId", v3)
+    PyDict_SetItem(d, "ProtocolName", v4)
+    PyDict_SetItem(d, "Leader", v6)
+    PyDict_SetItem(d, "MemberId", v8)
+    PyDict_SetItem(d, "Members", v10)
     pp[0] = p
     return d
 
@@ -655,7 +696,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n18 = rd32(c, p); p += 4
             if n18 >= 0:
                 if need_len(p, n18, L, up, b'Members[{}].Metadata', i12): return FAILED
-                v17 = b[p:p + n18]; p += n18
+                v17 = PyBytes_FromStringAndSize(<const char*>c + p, n18); p += n18
             elif n18 == -1:
                 v17 = None
             else:
@@ -666,7 +707,14 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v10 = None
     else:
         return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
+    d = new_dict(7)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "GenerationId", v3)
+    PyDict_SetItem(d, "ProtocolName", v4)
+    PyDict_SetItem(d, "Leader", v6)
+    PyDict_SetItem(d, "MemberId", v8)
+    PyDict_SetItem(d, "Members", v10)
     pp[0] = p
     return d
 
@@ -744,7 +792,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n18 -= 1
             if n18 >= 0:
                 if need_len(p, n18, L, up, b'Members[{}].Metadata', i12): return FAILED
-                v17 = b[p:p + n18]; p += n18
+                v17 = PyBytes_FromStringAndSize(<const char*>c + p, n18); p += n18
             elif n18 == -1:
                 v17 = None
             else:
@@ -760,7 +808,14 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v10 = None
     else:
         return failed(NEGATIVE, n11, p, L, up, b'Members', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolName": v4, "Leader": v6, "MemberId": v8, "Members": v10}
+    d = new_dict(7)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "GenerationId", v3)
+    PyDict_SetItem(d, "ProtocolName", v4)
+    PyDict_SetItem(d, "Leader", v6)
+    PyDict_SetItem(d, "MemberId", v8)
+    PyDict_SetItem(d, "Members", v10)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -853,7 +908,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n20 -= 1
             if n20 >= 0:
                 if need_len(p, n20, L, up, b'Members[{}].Metadata', i14): return FAILED
-                v19 = b[p:p + n20]; p += n20
+                v19 = PyBytes_FromStringAndSize(<const char*>c + p, n20); p += n20
             elif n20 == -1:
                 v19 = None
             else:
@@ -869,7 +924,15 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v12 = None
     else:
         return failed(NEGATIVE, n13, p, L, up, b'Members', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "GenerationId": v3, "ProtocolType": v4, "ProtocolName": v6, "Leader": v8, "MemberId": v10, "Members": v12}
+    d = new_dict(8)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "GenerationId", v3)
+    PyDict_SetItem(d, "ProtocolType", v4)
+    PyDict_SetItem(d, "ProtocolName", v6)
+    PyDict_SetItem(d, "Leader", v8)
+    PyDict_SetItem(d, "MemberId", v10)
+    PyDict_SetItem(d, "Members", v12)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -965,7 +1028,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             n21 -= 1
             if n21 >= 0:
                 if need_len(p, n21, L, up, b'Members[{}].Metadata', i15): return FAILED
-                v20 = b[p:p + n21]; p += n21
+                v20 = PyBytes_FromStringAndSize(<const char*>c + p, n21); p += n21
             elif n21 == -1:
                 v20 = None
             else:

@@ -60,7 +60,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n12 = rd32(c, p); p += 4
             if n12 >= 0:
                 if need_len(p, n12, L, up, b'Assignments[{}].Assignment', i8): return FAILED
-                v11 = b[p:p + n12]; p += n12
+                v11 = PyBytes_FromStringAndSize(<const char*>c + p, n12); p += n12
             elif n12 == -1:
                 v11 = None
             else:
@@ -131,7 +131,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n14 = rd32(c, p); p += 4
             if n14 >= 0:
                 if need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10): return FAILED
-                v13 = b[p:p + n14]; p += n14
+                v13 = PyBytes_FromStringAndSize(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
@@ -208,7 +208,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n14 -= 1
             if n14 >= 0:
                 if need_len(p, n14, L, up, b'Assignments[{}].Assignment', i10): return FAILED
-                v13 = b[p:p + n14]; p += n14
+                v13 = PyBytes_FromStringAndSize(<const char*>c + p, n14); p += n14
             elif n14 == -1:
                 v13 = None
             else:
@@ -315,7 +315,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             n18 -= 1
             if n18 >= 0:
                 if need_len(p, n18, L, up, b'Assignments[{}].Assignment', i14): return FAILED
-                v17 = b[p:p + n18]; p += n18
+                v17 = PyBytes_FromStringAndSize(<const char*>c + p, n18); p += n18
             elif n18 == -1:
                 v17 = None
             else:
@@ -331,7 +331,14 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v12 = None
     else:
         return failed(NEGATIVE, n13, p, L, up, b'Assignments', -1)
-    d = {"GroupId": v1, "GenerationId": v3, "MemberId": v4, "GroupInstanceId": v6, "ProtocolType": v8, "ProtocolName": v10, "Assignments": v12}
+    d = new_dict(7)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "GenerationId", v3)
+    PyDict_SetItem(d, "MemberId", v4)
+    PyDict_SetItem(d, "GroupInstanceId", v6)
+    PyDict_SetItem(d, "ProtocolType", v8)
+    PyDict_SetItem(d, "ProtocolName", v10)
+    PyDict_SetItem(d, "Assignments", v12)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -351,7 +358,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n3 = rd32(c, p); p += 4
     if n3 >= 0:
         if need_len(p, n3, L, up, b'Assignment', -1): return FAILED
-        v2 = b[p:p + n3]; p += n3
+        v2 = PyBytes_FromStringAndSize(<const char*>c + p, n3); p += n3
     elif n3 == -1:
         v2 = None
     else:
@@ -372,7 +379,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n4 = rd32(c, p); p += 4
     if n4 >= 0:
         if need_len(p, n4, L, up, b'Assignment', -1): return FAILED
-        v3 = b[p:p + n4]; p += n4
+        v3 = PyBytes_FromStringAndSize(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
@@ -394,7 +401,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n4 -= 1
     if n4 >= 0:
         if need_len(p, n4, L, up, b'Assignment', -1): return FAILED
-        v3 = b[p:p + n4]; p += n4
+        v3 = PyBytes_FromStringAndSize(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
@@ -441,7 +448,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n8 -= 1
     if n8 >= 0:
         if need_len(p, n8, L, up, b'Assignment', -1): return FAILED
-        v7 = b[p:p + n8]; p += n8
+        v7 = PyBytes_FromStringAndSize(<const char*>c + p, n8); p += n8
     elif n8 == -1:
         v7 = None
     else:

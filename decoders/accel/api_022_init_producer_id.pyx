@@ -108,7 +108,13 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v6 = (c[p + 14] != 0)
     v7 = (c[p + 15] != 0)
     p += 16
-    d = {"TransactionalId": v1, "TransactionTimeoutMs": v3, "ProducerId": v4, "ProducerEpoch": v5, "Enable2Pc": v6, "KeepPreparedTxn": v7}
+    d = new_dict(6)
+    PyDict_SetItem(d, "TransactionalId", v1)
+    PyDict_SetItem(d, "TransactionTimeoutMs", v3)
+    PyDict_SetItem(d, "ProducerId", v4)
+    PyDict_SetItem(d, "ProducerEpoch", v5)
+    PyDict_SetItem(d, "Enable2Pc", v6)
+    PyDict_SetItem(d, "KeepPreparedTxn", v7)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -161,7 +167,13 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     v5 = rd64(c, p + 16)
     v6 = rd16(c, p + 24)
     p += 26
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ProducerId": v3, "ProducerEpoch": v4, "OngoingTxnProducerId": v5, "OngoingTxnProducerEpoch": v6}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ProducerId", v3)
+    PyDict_SetItem(d, "ProducerEpoch", v4)
+    PyDict_SetItem(d, "OngoingTxnProducerId", v5)
+    PyDict_SetItem(d, "OngoingTxnProducerEpoch", v6)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -330,7 +330,15 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v12 = None
     else:
         return failed(NEGATIVE, n13, p, L, up, b'Topics', -1)
-    d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
+    d = new_dict(8)
+    PyDict_SetItem(d, "TransactionalId", v1)
+    PyDict_SetItem(d, "GroupId", v3)
+    PyDict_SetItem(d, "ProducerId", v5)
+    PyDict_SetItem(d, "ProducerEpoch", v6)
+    PyDict_SetItem(d, "GenerationIdOrMemberEpoch", v7)
+    PyDict_SetItem(d, "MemberId", v8)
+    PyDict_SetItem(d, "GroupInstanceId", v10)
+    PyDict_SetItem(d, "Topics", v12)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -460,7 +468,15 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v12 = None
     else:
         return failed(NEGATIVE, n13, p, L, up, b'Topics', -1)
-    d = {"TransactionalId": v1, "GroupId": v3, "ProducerId": v5, "ProducerEpoch": v6, "GenerationIdOrMemberEpoch": v7, "MemberId": v8, "GroupInstanceId": v10, "Topics": v12}
+    d = new_dict(8)
+    PyDict_SetItem(d, "TransactionalId", v1)
+    PyDict_SetItem(d, "GroupId", v3)
+    PyDict_SetItem(d, "ProducerId", v5)
+    PyDict_SetItem(d, "ProducerEpoch", v6)
+    PyDict_SetItem(d, "GenerationIdOrMemberEpoch", v7)
+    PyDict_SetItem(d, "MemberId", v8)
+    PyDict_SetItem(d, "GroupInstanceId", v10)
+    PyDict_SetItem(d, "Topics", v12)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -21,7 +21,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n2 = rd32(c, p); p += 4
     if n2 >= 0:
         if need_len(p, n2, L, up, b'AuthBytes', -1): return FAILED
-        v1 = b[p:p + n2]; p += n2
+        v1 = PyBytes_FromStringAndSize(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
@@ -39,7 +39,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n2 -= 1
     if n2 >= 0:
         if need_len(p, n2, L, up, b'AuthBytes', -1): return FAILED
-        v1 = b[p:p + n2]; p += n2
+        v1 = PyBytes_FromStringAndSize(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
@@ -73,7 +73,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
-        v4 = b[p:p + n5]; p += n5
+        v4 = PyBytes_FromStringAndSize(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
@@ -102,7 +102,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
-        v4 = b[p:p + n5]; p += n5
+        v4 = PyBytes_FromStringAndSize(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:
@@ -136,7 +136,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n5 -= 1
     if n5 >= 0:
         if need_len(p, n5, L, up, b'AuthBytes', -1): return FAILED
-        v4 = b[p:p + n5]; p += n5
+        v4 = PyBytes_FromStringAndSize(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:

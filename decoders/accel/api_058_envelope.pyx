@@ -22,7 +22,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n2 -= 1
     if n2 >= 0:
         if need_len(p, n2, L, up, b'RequestData', -1): return FAILED
-        v1 = b[p:p + n2]; p += n2
+        v1 = PyBytes_FromStringAndSize(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:
@@ -32,7 +32,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n4 -= 1
     if n4 >= 0:
         if need_len(p, n4, L, up, b'RequestPrincipal', -1): return FAILED
-        v3 = b[p:p + n4]; p += n4
+        v3 = PyBytes_FromStringAndSize(<const char*>c + p, n4); p += n4
     elif n4 == -1:
         v3 = None
     else:
@@ -42,7 +42,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n6 -= 1
     if n6 >= 0:
         if need_len(p, n6, L, up, b'ClientHostAddress', -1): return FAILED
-        v5 = b[p:p + n6]; p += n6
+        v5 = PyBytes_FromStringAndSize(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:
@@ -65,7 +65,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n2 -= 1
     if n2 >= 0:
         if need_len(p, n2, L, up, b'ResponseData', -1): return FAILED
-        v1 = b[p:p + n2]; p += n2
+        v1 = PyBytes_FromStringAndSize(<const char*>c + p, n2); p += n2
     elif n2 == -1:
         v1 = None
     else:

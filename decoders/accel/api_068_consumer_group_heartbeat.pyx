@@ -371,7 +371,14 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     else:
         w.name = b'Assignment'; w.index = -1; v9 = _f2(b, c, L, &p, B, &w)
         if v9 is FAILED: return FAILED
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "MemberId": v5, "MemberEpoch": v7, "HeartbeatIntervalMs": v8, "Assignment": v9}
+    d = new_dict(7)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "MemberId", v5)
+    PyDict_SetItem(d, "MemberEpoch", v7)
+    PyDict_SetItem(d, "HeartbeatIntervalMs", v8)
+    PyDict_SetItem(d, "Assignment", v9)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -28,7 +28,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n6 -= 1
     if n6 >= 0:
         if need_len(p, n6, L, up, b'Metrics', -1): return FAILED
-        v5 = b[p:p + n6]; p += n6
+        v5 = PyBytes_FromStringAndSize(<const char*>c + p, n6); p += n6
     elif n6 == -1:
         v5 = None
     else:

@@ -188,7 +188,15 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v13 = None
     else:
         return failed(NEGATIVE, n14, p, L, up, b'ForgottenTopicsData', -1)
-    d = {"GroupId": v1, "MemberId": v3, "ShareSessionEpoch": v5, "MaxWaitMs": v6, "MinBytes": v7, "MaxBytes": v8, "Topics": v9, "ForgottenTopicsData": v13}
+    d = new_dict(8)
+    PyDict_SetItem(d, "GroupId", v1)
+    PyDict_SetItem(d, "MemberId", v3)
+    PyDict_SetItem(d, "ShareSessionEpoch", v5)
+    PyDict_SetItem(d, "MaxWaitMs", v6)
+    PyDict_SetItem(d, "MinBytes", v7)
+    PyDict_SetItem(d, "MaxBytes", v8)
+    PyDict_SetItem(d, "Topics", v9)
+    PyDict_SetItem(d, "ForgottenTopicsData", v13)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -570,7 +578,15 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v11 = None
     else:
         return failed(NEGATIVE, n12, p, L, up, b'AcquiredRecords', -1)
-    d = {"PartitionIndex": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcknowledgeErrorCode": v5, "AcknowledgeErrorMessage": v6, "CurrentLeader": v8, "Records": v9, "AcquiredRecords": v11}
+    d = new_dict(8)
+    PyDict_SetItem(d, "PartitionIndex", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "AcknowledgeErrorCode", v5)
+    PyDict_SetItem(d, "AcknowledgeErrorMessage", v6)
+    PyDict_SetItem(d, "CurrentLeader", v8)
+    PyDict_SetItem(d, "Records", v9)
+    PyDict_SetItem(d, "AcquiredRecords", v11)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:
@@ -795,7 +811,13 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         v10 = None
     else:
         return failed(NEGATIVE, n11, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "AcquisitionLockTimeoutMs", v5)
+    PyDict_SetItem(d, "Responses", v6)
+    PyDict_SetItem(d, "NodeEndpoints", v10)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -479,7 +479,13 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v10 = None
     else:
         return failed(NEGATIVE, n11, p, L, up, b'NodeEndpoints', -1)
-    d = {"ThrottleTimeMs": v1, "ErrorCode": v2, "ErrorMessage": v3, "AcquisitionLockTimeoutMs": v5, "Responses": v6, "NodeEndpoints": v10}
+    d = new_dict(6)
+    PyDict_SetItem(d, "ThrottleTimeMs", v1)
+    PyDict_SetItem(d, "ErrorCode", v2)
+    PyDict_SetItem(d, "ErrorMessage", v3)
+    PyDict_SetItem(d, "AcquisitionLockTimeoutMs", v5)
+    PyDict_SetItem(d, "Responses", v6)
+    PyDict_SetItem(d, "NodeEndpoints", v10)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

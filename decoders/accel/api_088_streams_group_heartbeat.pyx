@@ -260,7 +260,14 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         v26 = None
     else:
         return failed(NEGATIVE, n27, p, L, up, b'CopartitionGroups', -1)
-    d = {"SubtopologyId": v1, "SourceTopics": v3, "SourceTopicRegex": v8, "StateChangelogTopics": v13, "RepartitionSinkTopics": v17, "RepartitionSourceTopics": v22, "CopartitionGroups": v26}
+    d = new_dict(7)
+    PyDict_SetItem(d, "SubtopologyId", v1)
+    PyDict_SetItem(d, "SourceTopics", v3)
+    PyDict_SetItem(d, "SourceTopicRegex", v8)
+    PyDict_SetItem(d, "StateChangelogTopics", v13)
+    PyDict_SetItem(d, "RepartitionSinkTopics", v17)
+    PyDict_SetItem(d, "RepartitionSourceTopics", v22)
+    PyDict_SetItem(d, "CopartitionGroups", v26)
     p = uvar_at(c, p, L, &t, up, b'_tagged', -1)
     if p < 0: return FAILED
     if t:

@@ -180,7 +180,14 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     if need_at(p, 4, L, up, b'Delay', -1): return FAILED
     v23 = rd32(c, p + 0)
     p += 4
-    d = {"Error": v1, "Leader": v2, "LeaderUrl": v4, "ConfigOffset": v6, "Assignment": v7, "Revoked": v15, "Delay": v23}
+    d = new_dict(7)
+    PyDict_SetItem(d, "Error", v1)
+    PyDict_SetItem(d, "Leader", v2)
+    PyDict_SetItem(d, "LeaderUrl", v4)
+    PyDict_SetItem(d, "ConfigOffset", v6)
+    PyDict_SetItem(d, "Assignment", v7)
+    PyDict_SetItem(d, "Revoked", v15)
+    PyDict_SetItem(d, "Delay", v23)
     pp[0] = p
     return d
 

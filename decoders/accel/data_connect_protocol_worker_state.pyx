@@ -53,7 +53,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n5 = rd32(c, p); p += 4
     if n5 >= 0:
         if need_len(p, n5, L, up, b'Allocation', -1): return FAILED
-        v4 = b[p:p + n5]; p += n5
+        v4 = PyBytes_FromStringAndSize(<const char*>c + p, n5); p += n5
     elif n5 == -1:
         v4 = None
     else:

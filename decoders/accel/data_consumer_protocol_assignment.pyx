@@ -56,7 +56,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n10 = rd32(c, p); p += 4
     if n10 >= 0:
         if need_len(p, n10, L, up, b'UserData', -1): return FAILED
-        v9 = b[p:p + n10]; p += n10
+        v9 = PyBytes_FromStringAndSize(<const char*>c + p, n10); p += n10
     elif n10 == -1:
         v9 = None
     else:

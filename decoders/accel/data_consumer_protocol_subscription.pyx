@@ -44,7 +44,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if need_len(p, n7, L, up, b'UserData', -1): return FAILED
-        v6 = b[p:p + n7]; p += n7
+        v6 = PyBytes_FromStringAndSize(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
@@ -84,7 +84,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if need_len(p, n7, L, up, b'UserData', -1): return FAILED
-        v6 = b[p:p + n7]; p += n7
+        v6 = PyBytes_FromStringAndSize(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
@@ -158,7 +158,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if need_len(p, n7, L, up, b'UserData', -1): return FAILED
-        v6 = b[p:p + n7]; p += n7
+        v6 = PyBytes_FromStringAndSize(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:
@@ -235,7 +235,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
     n7 = rd32(c, p); p += 4
     if n7 >= 0:
         if need_len(p, n7, L, up, b'UserData', -1): return FAILED
-        v6 = b[p:p + n7]; p += n7
+        v6 = PyBytes_FromStringAndSize(<const char*>c + p, n7); p += n7
     elif n7 == -1:
         v6 = None
     else:

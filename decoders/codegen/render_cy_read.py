@@ -19,6 +19,10 @@ from decoders.codegen.model import FIXED, Field, Struct
 from decoders.codegen.plan import Array, Fixed, Nested, Prefixed, step, steps
 from decoders.codegen.render_cy_base import READ, CFunc, CyBuilderBase
 
+#: Structures of this many fields (inclusive) are built in a dict made with room for them: CPython's empty dict
+#: holds 5 keys, a literal of 6 to 8 grows once as it is filled (Cython presizes from 9).
+PRESIZED = (6, 8)
+
 
 def inlinable(st: Struct | None) -> bool:
     """Array elements without nested structs (partitions, api key ranges, ...) are read in the loop (the plain
@@ -54,8 +58,13 @@ class CyReaders(CyBuilderBase):
             else:
                 names.append((s.field.name, self._field(fn, s.field, 1)))
         fn.where = None
-        items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
-        fn.emit(1, f"d = {{{items}}}")
+        if PRESIZED[0] <= len(names) <= PRESIZED[1]:
+            fn.emit(1, f"d = new_dict({len(names)})")
+            for n, v in names:
+                fn.emit(1, f"PyDict_SetItem(d, {json.dumps(n)}, {v})")
+        else:
+            items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
+            fn.emit(1, f"d = {{{items}}}")
         if st.flexible:
             fn.where = ("_tagged", None)
             self._tagged(fn, st, 1, "d")
@@ -114,7 +123,7 @@ class CyReaders(CyBuilderBase):
             if f.kind == "string":
                 fn.emit(ind + 1, f"{v} = utf8_text(<const char*>c + p, {n}); p += {n}")
             elif f.kind == "bytes":
-                fn.emit(ind + 1, f"{v} = b[p:p + {n}]; p += {n}")
+                fn.emit(ind + 1, f"{v} = PyBytes_FromStringAndSize(<const char*>c + p, {n}); p += {n}")
             else:  # spends B: its batches
                 fn.emit(ind + 1, f"{v} = records_at(b, p, {n}, B, {at(fn)})")
                 fn.emit(ind + 1, f"if {v} is FAILED: return FAILED")

@@ -7,6 +7,8 @@
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.dict cimport PyDict_SetItem
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
 from libc.string cimport memcpy
 
 from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, note
@@ -15,6 +17,13 @@ from decoders.accel._where cimport LONG_VARINT, SHORT, TRUNCATED, Where, note
 cdef extern from "Python.h":
     # A dict with room for ``minused`` keys (CPython's; a dict literal of 6 to 8 keys grows once as it is filled).
     dict new_dict "_PyDict_NewPresized"(Py_ssize_t minused)
+
+
+cdef inline void list_put(object out, Py_ssize_t i, object x) noexcept:
+    """Slot ``i`` of a list made by ``PyList_New`` (an array's, of the count its guard checked; a slot not yet
+    filled is NULL, which the list's deallocation and the garbage collector skip): ``x``, its own reference."""
+    Py_INCREF(x)
+    PyList_SET_ITEM(out, i, x)
 
 
 cdef inline bint need_at(Py_ssize_t p, Py_ssize_t k, Py_ssize_t L, Where* up, const char* name,

@@ -97,7 +97,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 8 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 4, L, up, b'PartitionData[{}].Index', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -114,7 +114,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n8, p, L, up, b'PartitionData[{}].Records', i5)
             d9 = {"Index": v6, "Records": v7}
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -140,12 +140,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'TopicData', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'TopicData', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'TopicData'; w.index = i5
             v6 = _f0(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -180,12 +180,12 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
             v8 = _f0(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -216,7 +216,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionData', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionData', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 4, L, up, b'PartitionData[{}].Index', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -239,7 +239,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d9, B, up, b'PartitionData', i5)
                 if p < 0: return FAILED
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -281,12 +281,12 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
             v8 = _f3(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -315,7 +315,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'PartitionData', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'PartitionData', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'PartitionData[{}].Index', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -338,7 +338,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'PartitionData', i4)
                 if p < 0: return FAILED
-            v2.append(d8)
+            list_put(v2, i4, d8)
     elif n3 == -1:
         v2 = None
     else:
@@ -380,12 +380,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicData', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicData', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'TopicData'; w.index = i7
             v8 = _f5(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -419,7 +419,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 14, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -427,7 +427,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v8 = rd64(c, p + 6)
             p += 14
             d9 = {"Index": v6, "ErrorCode": v7, "BaseOffset": v8}
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -449,12 +449,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f7(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -476,12 +476,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f7(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -513,7 +513,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 22, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -522,7 +522,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v9 = rd64(c, p + 14)
             p += 22
             d10 = {"Index": v6, "ErrorCode": v7, "BaseOffset": v8, "LogAppendTimeMs": v9}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -544,12 +544,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f10(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -581,7 +581,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 30 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 30, L, up, b'PartitionResponses[{}].Index+ErrorCode+BaseOffset+LogAppendTimeMs+LogStartOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -591,7 +591,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v10 = rd64(c, p + 22)
             p += 30
             d11 = {"Index": v6, "ErrorCode": v7, "BaseOffset": v8, "LogAppendTimeMs": v9, "LogStartOffset": v10}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -613,12 +613,12 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f12(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -648,7 +648,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
@@ -663,7 +663,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n11, p, L, up, b'RecordErrors[{}].BatchIndexErrorMessage', i8)
             d12 = {"BatchIndex": v9, "BatchIndexErrorMessage": v10}
-            v6.append(d12)
+            list_put(v6, i8, d12)
     elif n7 == -1:
         v6 = None
     else:
@@ -710,12 +710,12 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 36 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
             v6 = _f14(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -737,12 +737,12 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f15(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -773,7 +773,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
@@ -794,7 +794,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
                 if p < 0: return FAILED
-            v6.append(d12)
+            list_put(v6, i8, d12)
     elif n7 == -1:
         v6 = None
     else:
@@ -849,12 +849,12 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
             v6 = _f17(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -882,12 +882,12 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f18(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -951,7 +951,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'RecordErrors', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'RecordErrors', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 4, L, up, b'RecordErrors[{}].BatchIndex', i8): return FAILED
             v9 = rd32(c, p + 0)
@@ -972,7 +972,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'RecordErrors', i8)
                 if p < 0: return FAILED
-            v6.append(d12)
+            list_put(v6, i8, d12)
     elif n7 == -1:
         v6 = None
     else:
@@ -1027,12 +1027,12 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'PartitionResponses', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'PartitionResponses', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'PartitionResponses'; w.index = i5
             v6 = _f22(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -1058,7 +1058,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 11 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
@@ -1092,7 +1092,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
                 if p < 0: return FAILED
-            v1.append(d10)
+            list_put(v1, i3, d10)
     elif n2 == -1:
         v1 = None
     else:
@@ -1115,12 +1115,12 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f23(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -1154,12 +1154,12 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'PartitionResponses', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'PartitionResponses', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'PartitionResponses'; w.index = i4
             v5 = _f22(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -1187,12 +1187,12 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f26(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:

@@ -97,7 +97,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].Partition+FetchOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -105,7 +105,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v8 = rd32(c, p + 12)
             p += 16
             d9 = {"Partition": v6, "FetchOffset": v7, "PartitionMaxBytes": v8}
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -132,12 +132,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Topics', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Topics', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Topics'; w.index = i6
             v7 = _f0(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:
@@ -165,12 +165,12 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Topics', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Topics', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'Topics'; w.index = i7
             v8 = _f0(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -199,12 +199,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f0(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -239,7 +239,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 24 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 24, L, up, b'Partitions[{}].Partition+FetchOffset+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -248,7 +248,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v9 = rd32(c, p + 20)
             p += 24
             d10 = {"Partition": v6, "FetchOffset": v7, "LogStartOffset": v8, "PartitionMaxBytes": v9}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -277,12 +277,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f4(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -319,12 +319,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f4(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -335,7 +335,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
             n16 = rd16(c, p); p += 2
@@ -358,7 +358,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
             d19 = {"Topic": v15, "Partitions": v17}
-            v12.append(d19)
+            list_put(v12, i14, d19)
     elif n13 == -1:
         v12 = None
     else:
@@ -387,7 +387,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 28 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 28, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -397,7 +397,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v10 = rd32(c, p + 24)
             p += 28
             d11 = {"Partition": v6, "CurrentLeaderEpoch": v7, "FetchOffset": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -428,12 +428,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f7(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -444,7 +444,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
             n16 = rd16(c, p); p += 2
@@ -467,7 +467,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
             d19 = {"Topic": v15, "Partitions": v17}
-            v12.append(d19)
+            list_put(v12, i14, d19)
     elif n13 == -1:
         v12 = None
     else:
@@ -498,12 +498,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f7(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -514,7 +514,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 6 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             if need_at(p, 2, L, up, b'ForgottenTopicsData[{}].Topic', i14): return FAILED
             n16 = rd16(c, p); p += 2
@@ -537,7 +537,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n18, p, L, up, b'ForgottenTopicsData[{}].Partitions', i14)
             d19 = {"Topic": v15, "Partitions": v17}
-            v12.append(d19)
+            list_put(v12, i14, d19)
     elif n13 == -1:
         v12 = None
     else:
@@ -577,7 +577,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 33 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -587,13 +587,19 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v10 = rd64(c, p + 20)
             v11 = rd32(c, p + 28)
             p += 32
-            d12 = {"Partition": v6, "CurrentLeaderEpoch": v7, "FetchOffset": v8, "LastFetchedEpoch": v9, "LogStartOffset": v10, "PartitionMaxBytes": v11}
+            d12 = new_dict(6)
+            PyDict_SetItem(d12, "Partition", v6)
+            PyDict_SetItem(d12, "CurrentLeaderEpoch", v7)
+            PyDict_SetItem(d12, "FetchOffset", v8)
+            PyDict_SetItem(d12, "LastFetchedEpoch", v9)
+            PyDict_SetItem(d12, "LogStartOffset", v10)
+            PyDict_SetItem(d12, "PartitionMaxBytes", v11)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i5)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d12)
+            list_put(v3, i5, d12)
     elif n4 == -1:
         v3 = None
     else:
@@ -648,12 +654,12 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f10(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -665,7 +671,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             p = uvar_at(c, p, L, &n16, up, b'ForgottenTopicsData[{}].Topic', i14)
             if p < 0: return FAILED
@@ -695,7 +701,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'ForgottenTopicsData', i14)
                 if p < 0: return FAILED
-            v12.append(d19)
+            list_put(v12, i14, d19)
     elif n13 == -1:
         v12 = None
     else:
@@ -734,7 +740,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -744,13 +750,19 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v9 = rd64(c, p + 20)
             v10 = rd32(c, p + 28)
             p += 32
-            d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
+            d11 = new_dict(6)
+            PyDict_SetItem(d11, "Partition", v5)
+            PyDict_SetItem(d11, "CurrentLeaderEpoch", v6)
+            PyDict_SetItem(d11, "FetchOffset", v7)
+            PyDict_SetItem(d11, "LastFetchedEpoch", v8)
+            PyDict_SetItem(d11, "LogStartOffset", v9)
+            PyDict_SetItem(d11, "PartitionMaxBytes", v10)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -787,12 +799,12 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n9 * 18 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f13(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -804,7 +816,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n13 * 18 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'ForgottenTopicsData', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i14): return FAILED
             v15 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -827,7 +839,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'ForgottenTopicsData', i14)
                 if p < 0: return FAILED
-            v12.append(d18)
+            list_put(v12, i14, d18)
     elif n13 == -1:
         v12 = None
     else:
@@ -901,12 +913,12 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f13(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -918,7 +930,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
             v14 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -941,7 +953,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -990,7 +1002,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1000,13 +1012,19 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v9 = rd64(c, p + 20)
             v10 = rd32(c, p + 28)
             p += 32
-            d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
+            d11 = new_dict(6)
+            PyDict_SetItem(d11, "Partition", v5)
+            PyDict_SetItem(d11, "CurrentLeaderEpoch", v6)
+            PyDict_SetItem(d11, "FetchOffset", v7)
+            PyDict_SetItem(d11, "LastFetchedEpoch", v8)
+            PyDict_SetItem(d11, "LogStartOffset", v9)
+            PyDict_SetItem(d11, "PartitionMaxBytes", v10)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T3, d11, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1042,12 +1060,12 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f19(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -1059,7 +1077,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
             v14 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -1082,7 +1100,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -1131,7 +1149,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 33 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 32, L, up, b'Partitions[{}].Partition+CurrentLeaderEpoch+FetchOffset+LastFetchedEpoch+LogStartOffset+PartitionMaxBytes', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1141,13 +1159,19 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v9 = rd64(c, p + 20)
             v10 = rd32(c, p + 28)
             p += 32
-            d11 = {"Partition": v5, "CurrentLeaderEpoch": v6, "FetchOffset": v7, "LastFetchedEpoch": v8, "LogStartOffset": v9, "PartitionMaxBytes": v10}
+            d11 = new_dict(6)
+            PyDict_SetItem(d11, "Partition", v5)
+            PyDict_SetItem(d11, "CurrentLeaderEpoch", v6)
+            PyDict_SetItem(d11, "FetchOffset", v7)
+            PyDict_SetItem(d11, "LastFetchedEpoch", v8)
+            PyDict_SetItem(d11, "LogStartOffset", v9)
+            PyDict_SetItem(d11, "PartitionMaxBytes", v10)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i4)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T4, d11, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1183,12 +1207,12 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f22(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -1200,7 +1224,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'ForgottenTopicsData', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i13): return FAILED
             v14 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -1223,7 +1247,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'ForgottenTopicsData', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -1267,7 +1291,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 14, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+HighWatermark', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -1286,7 +1310,7 @@ cdef object _f24(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].Records', i5)
             d11 = {"PartitionIndex": v6, "ErrorCode": v7, "HighWatermark": v8, "Records": v9}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -1308,12 +1332,12 @@ cdef object _f25(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Responses', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Responses', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Responses'; w.index = i3
             v4 = _f24(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -1338,12 +1362,12 @@ cdef object _f26(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
             v5 = _f24(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -1369,14 +1393,14 @@ cdef object _f27(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 16 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'AbortedTransactions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'AbortedTransactions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i7): return FAILED
             v8 = rd64(c, p + 0)
             v9 = rd64(c, p + 8)
             p += 16
             d10 = {"ProducerId": v8, "FirstOffset": v9}
-            v5.append(d10)
+            list_put(v5, i7, d10)
     elif n6 == -1:
         v5 = None
     else:
@@ -1424,12 +1448,12 @@ cdef object _f28(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 30 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
             v6 = _f27(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -1454,12 +1478,12 @@ cdef object _f29(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
             v5 = _f28(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -1486,14 +1510,14 @@ cdef object _f30(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 16 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
             v10 = rd64(c, p + 8)
             p += 16
             d11 = {"ProducerId": v9, "FirstOffset": v10}
-            v6.append(d11)
+            list_put(v6, i8, d11)
     elif n7 == -1:
         v6 = None
     else:
@@ -1542,12 +1566,12 @@ cdef object _f31(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 38 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
             v6 = _f30(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -1572,12 +1596,12 @@ cdef object _f32(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Responses', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Responses', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Responses'; w.index = i4
             v5 = _f31(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -1604,12 +1628,12 @@ cdef object _f33(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
             v7 = _f31(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:
@@ -1636,14 +1660,14 @@ cdef object _f34(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 16 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
             v10 = rd64(c, p + 8)
             p += 16
             d11 = {"ProducerId": v9, "FirstOffset": v10}
-            v6.append(d11)
+            list_put(v6, i8, d11)
     elif n7 == -1:
         v6 = None
     else:
@@ -1696,12 +1720,12 @@ cdef object _f35(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 42 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
             v6 = _f34(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -1728,12 +1752,12 @@ cdef object _f36(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n5 * 6 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
             v7 = _f35(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:
@@ -1845,7 +1869,7 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 17 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'AbortedTransactions', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'AbortedTransactions', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 16, L, up, b'AbortedTransactions[{}].ProducerId+FirstOffset', i8): return FAILED
             v9 = rd64(c, p + 0)
@@ -1857,7 +1881,7 @@ cdef object _f43(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'AbortedTransactions', i8)
                 if p < 0: return FAILED
-            v6.append(d11)
+            list_put(v6, i8, d11)
     elif n7 == -1:
         v6 = None
     else:
@@ -1918,12 +1942,12 @@ cdef object _f44(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 37 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Partitions'; w.index = i5
             v6 = _f43(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -1956,12 +1980,12 @@ cdef object _f45(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n5 * 3 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
             v7 = _f44(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:
@@ -1992,12 +2016,12 @@ cdef object _f46(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 37 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f43(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -2030,12 +2054,12 @@ cdef object _f47(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
             v7 = _f46(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:
@@ -2061,7 +2085,7 @@ cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 11 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'NodeEndpoints', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'NodeEndpoints', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
@@ -2095,7 +2119,7 @@ cdef object _f48(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'NodeEndpoints', i3)
                 if p < 0: return FAILED
-            v1.append(d10)
+            list_put(v1, i3, d10)
     elif n2 == -1:
         v1 = None
     else:
@@ -2123,12 +2147,12 @@ cdef object _f49(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Responses', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Responses', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             w.name = b'Responses'; w.index = i6
             v7 = _f46(b, c, L, &p, B, &w)
             if v7 is FAILED: return FAILED
-            v4.append(v7)
+            list_put(v4, i6, v7)
     elif n5 == -1:
         v4 = None
     else:

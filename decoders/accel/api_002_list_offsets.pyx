@@ -33,7 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+Timestamp+MaxNumOffsets', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -41,7 +41,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v8 = rd32(c, p + 12)
             p += 16
             d9 = {"PartitionIndex": v6, "Timestamp": v7, "MaxNumOffsets": v8}
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -66,12 +66,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f0(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -100,14 +100,14 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 12 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd64(c, p + 4)
             p += 12
             d8 = {"PartitionIndex": v6, "Timestamp": v7}
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -132,12 +132,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f2(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -163,12 +163,12 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f2(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -197,7 +197,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -205,7 +205,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v8 = rd64(c, p + 8)
             p += 16
             d9 = {"PartitionIndex": v6, "CurrentLeaderEpoch": v7, "Timestamp": v8}
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -231,12 +231,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f5(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -267,7 +267,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 17 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CurrentLeaderEpoch+Timestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -280,7 +280,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d9, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d9)
+            list_put(v3, i5, d9)
     elif n4 == -1:
         v3 = None
     else:
@@ -312,12 +312,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f7(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -349,12 +349,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f7(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -391,7 +391,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 10 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -409,7 +409,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].OldStyleOffsets', i5)
             d10 = {"PartitionIndex": v6, "ErrorCode": v7, "OldStyleOffsets": v8}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -431,12 +431,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
             v4 = _f10(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -465,7 +465,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 22, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -474,7 +474,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v9 = rd64(c, p + 14)
             p += 22
             d10 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -496,12 +496,12 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
             v4 = _f12(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -526,12 +526,12 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f12(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -560,7 +560,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 26 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -570,7 +570,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v10 = rd32(c, p + 22)
             p += 26
             d11 = {"PartitionIndex": v6, "ErrorCode": v7, "Timestamp": v8, "Offset": v9, "LeaderEpoch": v10}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -595,12 +595,12 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f15(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -631,7 +631,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 27 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 26, L, up, b'Partitions[{}].PartitionIndex+ErrorCode+Timestamp+Offset+LeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -646,7 +646,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -677,12 +677,12 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f17(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:

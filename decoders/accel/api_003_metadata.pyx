@@ -24,7 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -36,7 +36,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
-            v1.append(d6)
+            list_put(v1, i3, d6)
     elif n2 == -1:
         v1 = None
     else:
@@ -56,7 +56,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -68,7 +68,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
-            v1.append(d6)
+            list_put(v1, i3, d6)
     elif n2 == -1:
         v1 = None
     else:
@@ -91,7 +91,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics[{}].Name', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -103,7 +103,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics[{}].Name', i3)
             d6 = {"Name": v4}
-            v1.append(d6)
+            list_put(v1, i3, d6)
     elif n2 == -1:
         v1 = None
     else:
@@ -129,7 +129,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'Topics[{}].Name', i3)
             if p < 0: return FAILED
@@ -147,7 +147,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d6, B, up, b'Topics', i3)
                 if p < 0: return FAILED
-            v1.append(d6)
+            list_put(v1, i3, d6)
     elif n2 == -1:
         v1 = None
     else:
@@ -178,7 +178,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 16, L, up, b'Topics[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -199,7 +199,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
                 if p < 0: return FAILED
-            v1.append(d7)
+            list_put(v1, i3, d7)
     elif n2 == -1:
         v1 = None
     else:
@@ -230,7 +230,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 16, L, up, b'Topics[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -251,7 +251,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'Topics', i3)
                 if p < 0: return FAILED
-            v1.append(d7)
+            list_put(v1, i3, d7)
     elif n2 == -1:
         v1 = None
     else:
@@ -292,7 +292,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n5 * 18 > L - p: return failed(SHORT_COUNT, n5, p, L, up, b'Partitions', -1)
         B.left -= n5
         if B.left < 0: return failed(OVER_BUDGET, n5, p, L, up, b'Partitions', -1)
-        v4 = []
+        v4 = PyList_New(<Py_ssize_t>n5)
         for i6 in range(n5):
             if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i6): return FAILED
             v7 = rd16(c, p + 0)
@@ -322,7 +322,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n13, p, L, up, b'Partitions[{}].IsrNodes', i6)
             d14 = {"ErrorCode": v7, "PartitionIndex": v8, "LeaderId": v9, "ReplicaNodes": v10, "IsrNodes": v12}
-            v4.append(d14)
+            list_put(v4, i6, d14)
     elif n5 == -1:
         v4 = None
     else:
@@ -344,7 +344,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 10 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
@@ -362,7 +362,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v7 = rd32(c, p + 0)
             p += 4
             d8 = {"NodeId": v4, "Host": v5, "Port": v7}
-            v1.append(d8)
+            list_put(v1, i3, d8)
     elif n2 == -1:
         v1 = None
     else:
@@ -373,12 +373,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 8 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             w.name = b'Topics'; w.index = i11
             v12 = _f6(b, c, L, &p, B, &w)
             if v12 is FAILED: return FAILED
-            v9.append(v12)
+            list_put(v9, i11, v12)
     elif n10 == -1:
         v9 = None
     else:
@@ -413,7 +413,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7): return FAILED
             v8 = rd16(c, p + 0)
@@ -443,7 +443,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'Partitions[{}].IsrNodes', i7)
             d15 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13}
-            v5.append(d15)
+            list_put(v5, i7, d15)
     elif n6 == -1:
         v5 = None
     else:
@@ -465,7 +465,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 12 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
@@ -492,7 +492,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
-            v1.append(d10)
+            list_put(v1, i3, d10)
     elif n2 == -1:
         v1 = None
     else:
@@ -506,12 +506,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 9 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
             v15 = _f8(b, c, L, &p, B, &w)
             if v15 is FAILED: return FAILED
-            v12.append(v15)
+            list_put(v12, i14, v15)
     elif n13 == -1:
         v12 = None
     else:
@@ -533,7 +533,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 12 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Brokers', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Brokers', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i3): return FAILED
             v4 = rd32(c, p + 0)
@@ -560,7 +560,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Brokers[{}].Rack', i3)
             d10 = {"NodeId": v4, "Host": v5, "Port": v7, "Rack": v8}
-            v1.append(d10)
+            list_put(v1, i3, d10)
     elif n2 == -1:
         v1 = None
     else:
@@ -583,12 +583,12 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n15 * 9 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'Topics', -1)
         B.left -= n15
         if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'Topics', -1)
-        v14 = []
+        v14 = PyList_New(<Py_ssize_t>n15)
         for i16 in range(n15):
             w.name = b'Topics'; w.index = i16
             v17 = _f8(b, c, L, &p, B, &w)
             if v17 is FAILED: return FAILED
-            v14.append(v17)
+            list_put(v14, i16, v17)
     elif n15 == -1:
         v14 = None
     else:
@@ -613,7 +613,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -640,7 +640,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -663,12 +663,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f8(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -703,7 +703,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 22 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 10, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId', i7): return FAILED
             v8 = rd16(c, p + 0)
@@ -743,8 +743,14 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
                 v15 = None
             else:
                 return failed(NEGATIVE, n16, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
-            d17 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "ReplicaNodes": v11, "IsrNodes": v13, "OfflineReplicas": v15}
-            v5.append(d17)
+            d17 = new_dict(6)
+            PyDict_SetItem(d17, "ErrorCode", v8)
+            PyDict_SetItem(d17, "PartitionIndex", v9)
+            PyDict_SetItem(d17, "LeaderId", v10)
+            PyDict_SetItem(d17, "ReplicaNodes", v11)
+            PyDict_SetItem(d17, "IsrNodes", v13)
+            PyDict_SetItem(d17, "OfflineReplicas", v15)
+            list_put(v5, i7, d17)
     elif n6 == -1:
         v5 = None
     else:
@@ -769,7 +775,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -796,7 +802,7 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -819,12 +825,12 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f12(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -859,7 +865,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 26 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
@@ -900,8 +906,15 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
                 v16 = None
             else:
                 return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
-            d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
-            v5.append(d18)
+            d18 = new_dict(7)
+            PyDict_SetItem(d18, "ErrorCode", v8)
+            PyDict_SetItem(d18, "PartitionIndex", v9)
+            PyDict_SetItem(d18, "LeaderId", v10)
+            PyDict_SetItem(d18, "LeaderEpoch", v11)
+            PyDict_SetItem(d18, "ReplicaNodes", v12)
+            PyDict_SetItem(d18, "IsrNodes", v14)
+            PyDict_SetItem(d18, "OfflineReplicas", v16)
+            list_put(v5, i7, d18)
     elif n6 == -1:
         v5 = None
     else:
@@ -926,7 +939,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -953,7 +966,7 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -976,12 +989,12 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 9 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f14(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -1016,7 +1029,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 26 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
@@ -1057,8 +1070,15 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
                 v16 = None
             else:
                 return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
-            d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
-            v5.append(d18)
+            d18 = new_dict(7)
+            PyDict_SetItem(d18, "ErrorCode", v8)
+            PyDict_SetItem(d18, "PartitionIndex", v9)
+            PyDict_SetItem(d18, "LeaderId", v10)
+            PyDict_SetItem(d18, "LeaderEpoch", v11)
+            PyDict_SetItem(d18, "ReplicaNodes", v12)
+            PyDict_SetItem(d18, "IsrNodes", v14)
+            PyDict_SetItem(d18, "OfflineReplicas", v16)
+            list_put(v5, i7, d18)
     elif n6 == -1:
         v5 = None
     else:
@@ -1086,7 +1106,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 12 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1113,7 +1133,7 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Brokers[{}].Rack', i4)
             d11 = {"NodeId": v5, "Host": v6, "Port": v8, "Rack": v9}
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1136,12 +1156,12 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 13 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f16(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -1187,7 +1207,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Partitions', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Partitions', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i7): return FAILED
             v8 = rd16(c, p + 0)
@@ -1231,13 +1251,20 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
                 v16 = None
             else:
                 return failed(NEGATIVE, n17, p, L, up, b'Partitions[{}].OfflineReplicas', i7)
-            d18 = {"ErrorCode": v8, "PartitionIndex": v9, "LeaderId": v10, "LeaderEpoch": v11, "ReplicaNodes": v12, "IsrNodes": v14, "OfflineReplicas": v16}
+            d18 = new_dict(7)
+            PyDict_SetItem(d18, "ErrorCode", v8)
+            PyDict_SetItem(d18, "PartitionIndex", v9)
+            PyDict_SetItem(d18, "LeaderId", v10)
+            PyDict_SetItem(d18, "LeaderEpoch", v11)
+            PyDict_SetItem(d18, "ReplicaNodes", v12)
+            PyDict_SetItem(d18, "IsrNodes", v14)
+            PyDict_SetItem(d18, "OfflineReplicas", v16)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i7)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'Partitions', i7)
                 if p < 0: return FAILED
-            v5.append(d18)
+            list_put(v5, i7, d18)
     elif n6 == -1:
         v5 = None
     else:
@@ -1271,7 +1298,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1305,7 +1332,7 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1330,12 +1357,12 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 10 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f18(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -1387,7 +1414,7 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Partitions', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Partitions', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 14, L, up, b'Partitions[{}].ErrorCode+PartitionIndex+LeaderId+LeaderEpoch', i8): return FAILED
             v9 = rd16(c, p + 0)
@@ -1431,13 +1458,20 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
                 v17 = None
             else:
                 return failed(NEGATIVE, n18, p, L, up, b'Partitions[{}].OfflineReplicas', i8)
-            d19 = {"ErrorCode": v9, "PartitionIndex": v10, "LeaderId": v11, "LeaderEpoch": v12, "ReplicaNodes": v13, "IsrNodes": v15, "OfflineReplicas": v17}
+            d19 = new_dict(7)
+            PyDict_SetItem(d19, "ErrorCode", v9)
+            PyDict_SetItem(d19, "PartitionIndex", v10)
+            PyDict_SetItem(d19, "LeaderId", v11)
+            PyDict_SetItem(d19, "LeaderEpoch", v12)
+            PyDict_SetItem(d19, "ReplicaNodes", v13)
+            PyDict_SetItem(d19, "IsrNodes", v15)
+            PyDict_SetItem(d19, "OfflineReplicas", v17)
             p = uvar_at(c, p, L, &t, up, b'Partitions', i8)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'Partitions', i8)
                 if p < 0: return FAILED
-            v6.append(d19)
+            list_put(v6, i8, d19)
     elif n7 == -1:
         v6 = None
     else:
@@ -1477,7 +1511,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1511,7 +1545,7 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1536,12 +1570,12 @@ cdef object _f21(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f20(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -1581,7 +1615,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1615,7 +1649,7 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1640,12 +1674,12 @@ cdef object _f22(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f20(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:
@@ -1676,7 +1710,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 11 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Brokers', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Brokers', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 4, L, up, b'Brokers[{}].NodeId', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -1710,7 +1744,7 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Brokers', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -1735,12 +1769,12 @@ cdef object _f23(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n16 * 26 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Topics', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Topics', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             w.name = b'Topics'; w.index = i17
             v18 = _f20(b, c, L, &p, B, &w)
             if v18 is FAILED: return FAILED
-            v15.append(v18)
+            list_put(v15, i17, v18)
     elif n16 == -1:
         v15 = None
     else:

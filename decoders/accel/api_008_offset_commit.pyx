@@ -33,7 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -49,7 +49,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d10 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedMetadata": v8}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -80,12 +80,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f0(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -114,7 +114,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 22 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 20, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommitTimestamp', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -131,7 +131,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommitTimestamp": v8, "CommittedMetadata": v9}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -174,12 +174,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f2(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -225,12 +225,12 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f0(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -273,12 +273,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f0(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -307,7 +307,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -324,7 +324,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -367,12 +367,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f6(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -424,12 +424,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f6(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -460,7 +460,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -483,7 +483,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -544,12 +544,12 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f9(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -578,7 +578,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -601,7 +601,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d10)
+            list_put(v2, i4, d10)
     elif n3 == -1:
         v2 = None
     else:
@@ -662,12 +662,12 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n9 * 18 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Topics', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Topics', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             w.name = b'Topics'; w.index = i10
             v11 = _f11(b, c, L, &p, B, &w)
             if v11 is FAILED: return FAILED
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -701,14 +701,14 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "ErrorCode": v7}
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -730,12 +730,12 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
             v4 = _f13(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -760,12 +760,12 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f13(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -796,7 +796,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -808,7 +808,7 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -839,12 +839,12 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f16(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -873,7 +873,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -885,7 +885,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d7)
+            list_put(v2, i4, d7)
     elif n3 == -1:
         v2 = None
     else:
@@ -916,12 +916,12 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f18(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:

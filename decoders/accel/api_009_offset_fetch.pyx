@@ -33,7 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 2, L, up, b'Topics[{}].Name', i5): return FAILED
             n7 = rd16(c, p); p += 2
@@ -56,7 +56,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Topics[{}].PartitionIndexes', i5)
             d10 = {"Name": v6, "PartitionIndexes": v8}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -87,7 +87,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Topics[{}].Name', i5)
             if p < 0: return FAILED
@@ -117,7 +117,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
                 if p < 0: return FAILED
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -153,7 +153,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Topics[{}].Name', i5)
             if p < 0: return FAILED
@@ -183,7 +183,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'Topics', i5)
                 if p < 0: return FAILED
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -214,12 +214,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 3 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
             v4 = _f1(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -271,7 +271,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 3 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             p = uvar_at(c, p, L, &n10, up, b'Topics[{}].Name', i8)
             if p < 0: return FAILED
@@ -301,7 +301,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
                 if p < 0: return FAILED
-            v6.append(d13)
+            list_put(v6, i8, d13)
     elif n7 == -1:
         v6 = None
     else:
@@ -329,12 +329,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 8 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
             v4 = _f4(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -386,7 +386,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 16, L, up, b'Topics[{}].TopicId', i8): return FAILED
             v9 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -409,7 +409,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'Topics', i8)
                 if p < 0: return FAILED
-            v6.append(d12)
+            list_put(v6, i8, d12)
     elif n7 == -1:
         v6 = None
     else:
@@ -437,12 +437,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 8 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Groups', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Groups', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Groups'; w.index = i3
             v4 = _f6(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -479,7 +479,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 16 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -498,7 +498,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "Metadata": v8, "ErrorCode": v10}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -520,12 +520,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
             v4 = _f8(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -547,12 +547,12 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Topics'; w.index = i3
             v4 = _f8(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -580,12 +580,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f8(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -617,7 +617,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 20 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -637,7 +637,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             v11 = rd16(c, p + 0)
             p += 2
             d12 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "Metadata": v9, "ErrorCode": v11}
-            v3.append(d12)
+            list_put(v3, i5, d12)
     elif n4 == -1:
         v3 = None
     else:
@@ -662,12 +662,12 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f12(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -701,7 +701,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 20 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -727,7 +727,7 @@ cdef object _f14(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d12)
+            list_put(v3, i5, d12)
     elif n4 == -1:
         v3 = None
     else:
@@ -758,12 +758,12 @@ cdef object _f15(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f14(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -804,12 +804,12 @@ cdef object _f16(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f14(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -843,12 +843,12 @@ cdef object _f17(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 5 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Groups'; w.index = i4
             v5 = _f16(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -877,7 +877,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 20 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -903,7 +903,7 @@ cdef object _f18(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d11)
+            list_put(v2, i4, d11)
     elif n3 == -1:
         v2 = None
     else:
@@ -941,12 +941,12 @@ cdef object _f19(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Topics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Topics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'Topics'; w.index = i5
             v6 = _f18(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -980,12 +980,12 @@ cdef object _f20(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 5 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Groups', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Groups', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Groups'; w.index = i4
             v5 = _f19(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:

@@ -91,7 +91,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 1 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'CoordinatorKeys', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'CoordinatorKeys', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'CoordinatorKeys', i4)
             if p < 0: return FAILED
@@ -103,7 +103,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v5 = None
             else:
                 return failed(NEGATIVE, n6, p, L, up, b'CoordinatorKeys', i4)
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -247,7 +247,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 14 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Coordinators', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Coordinators', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'Coordinators[{}].Key', i4)
             if p < 0: return FAILED
@@ -286,13 +286,19 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v12 = None
             else:
                 return failed(NEGATIVE, n13, p, L, up, b'Coordinators[{}].ErrorMessage', i4)
-            d14 = {"Key": v5, "NodeId": v7, "Host": v8, "Port": v10, "ErrorCode": v11, "ErrorMessage": v12}
+            d14 = new_dict(6)
+            PyDict_SetItem(d14, "Key", v5)
+            PyDict_SetItem(d14, "NodeId", v7)
+            PyDict_SetItem(d14, "Host", v8)
+            PyDict_SetItem(d14, "Port", v10)
+            PyDict_SetItem(d14, "ErrorCode", v11)
+            PyDict_SetItem(d14, "ErrorMessage", v12)
             p = uvar_at(c, p, L, &t, up, b'Coordinators', i4)
             if p < 0: return FAILED
             if t:
                 p = tags_at(b, p, t, _T0, d14, B, up, b'Coordinators', i4)
                 if p < 0: return FAILED
-            v2.append(d14)
+            list_put(v2, i4, d14)
     elif n3 == -1:
         v2 = None
     else:

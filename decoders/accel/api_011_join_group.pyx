@@ -54,7 +54,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Protocols', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Protocols', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 2, L, up, b'Protocols[{}].Name', i10): return FAILED
             n12 = rd16(c, p); p += 2
@@ -75,7 +75,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'Protocols[{}].Metadata', i10)
             d15 = {"Name": v11, "Metadata": v13}
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:
@@ -126,7 +126,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 6 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Protocols', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Protocols', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             if need_at(p, 2, L, up, b'Protocols[{}].Name', i11): return FAILED
             n13 = rd16(c, p); p += 2
@@ -147,7 +147,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n15, p, L, up, b'Protocols[{}].Metadata', i11)
             d16 = {"Name": v12, "Metadata": v14}
-            v9.append(d16)
+            list_put(v9, i11, d16)
     elif n10 == -1:
         v9 = None
     else:
@@ -213,7 +213,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 6 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 2, L, up, b'Protocols[{}].Name', i13): return FAILED
             n15 = rd16(c, p); p += 2
@@ -234,7 +234,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n17, p, L, up, b'Protocols[{}].Metadata', i13)
             d18 = {"Name": v14, "Metadata": v16}
-            v11.append(d18)
+            list_put(v11, i13, d18)
     elif n12 == -1:
         v11 = None
     else:
@@ -306,7 +306,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'Protocols[{}].Name', i13)
             if p < 0: return FAILED
@@ -334,7 +334,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
                 if p < 0: return FAILED
-            v11.append(d18)
+            list_put(v11, i13, d18)
     elif n12 == -1:
         v11 = None
     else:
@@ -411,7 +411,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Protocols', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Protocols', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'Protocols[{}].Name', i13)
             if p < 0: return FAILED
@@ -439,7 +439,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'Protocols', i13)
                 if p < 0: return FAILED
-            v11.append(d18)
+            list_put(v11, i13, d18)
     elif n12 == -1:
         v11 = None
     else:
@@ -513,7 +513,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 6 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Members', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Members', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             if need_at(p, 2, L, up, b'Members[{}].MemberId', i11): return FAILED
             n13 = rd16(c, p); p += 2
@@ -534,7 +534,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n15, p, L, up, b'Members[{}].Metadata', i11)
             d16 = {"MemberId": v12, "Metadata": v14}
-            v9.append(d16)
+            list_put(v9, i11, d16)
     elif n10 == -1:
         v9 = None
     else:
@@ -592,7 +592,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 6 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             if need_at(p, 2, L, up, b'Members[{}].MemberId', i12): return FAILED
             n14 = rd16(c, p); p += 2
@@ -613,7 +613,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n16, p, L, up, b'Members[{}].Metadata', i12)
             d17 = {"MemberId": v13, "Metadata": v15}
-            v10.append(d17)
+            list_put(v10, i12, d17)
     elif n11 == -1:
         v10 = None
     else:
@@ -672,7 +672,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 8 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             if need_at(p, 2, L, up, b'Members[{}].MemberId', i12): return FAILED
             n14 = rd16(c, p); p += 2
@@ -702,7 +702,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n18, p, L, up, b'Members[{}].Metadata', i12)
             d19 = {"MemberId": v13, "GroupInstanceId": v15, "Metadata": v17}
-            v10.append(d19)
+            list_put(v10, i12, d19)
     elif n11 == -1:
         v10 = None
     else:
@@ -765,7 +765,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 4 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'Members', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'Members', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'Members[{}].MemberId', i12)
             if p < 0: return FAILED
@@ -803,7 +803,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'Members', i12)
                 if p < 0: return FAILED
-            v10.append(d19)
+            list_put(v10, i12, d19)
     elif n11 == -1:
         v10 = None
     else:
@@ -881,7 +881,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 4 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Members', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Members', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             p = uvar_at(c, p, L, &n16, up, b'Members[{}].MemberId', i14)
             if p < 0: return FAILED
@@ -919,7 +919,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d21, B, up, b'Members', i14)
                 if p < 0: return FAILED
-            v12.append(d21)
+            list_put(v12, i14, d21)
     elif n13 == -1:
         v12 = None
     else:
@@ -1001,7 +1001,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n14 * 4 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Members', -1)
         B.left -= n14
         if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Members', -1)
-        v13 = []
+        v13 = PyList_New(<Py_ssize_t>n14)
         for i15 in range(n14):
             p = uvar_at(c, p, L, &n17, up, b'Members[{}].MemberId', i15)
             if p < 0: return FAILED
@@ -1039,7 +1039,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d22, B, up, b'Members', i15)
                 if p < 0: return FAILED
-            v13.append(d22)
+            list_put(v13, i15, d22)
     elif n14 == -1:
         v13 = None
     else:

@@ -59,7 +59,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 4 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 2, L, up, b'Members[{}].MemberId', i5): return FAILED
             n7 = rd16(c, p); p += 2
@@ -80,7 +80,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Members[{}].GroupInstanceId', i5)
             d10 = {"MemberId": v6, "GroupInstanceId": v8}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -111,7 +111,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
             if p < 0: return FAILED
@@ -139,7 +139,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'Members', i5)
                 if p < 0: return FAILED
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -175,7 +175,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 4 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
             if p < 0: return FAILED
@@ -213,7 +213,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'Members', i5)
                 if p < 0: return FAILED
-            v3.append(d12)
+            list_put(v3, i5, d12)
     elif n4 == -1:
         v3 = None
     else:
@@ -263,7 +263,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 2, L, up, b'Members[{}].MemberId', i5): return FAILED
             n7 = rd16(c, p); p += 2
@@ -287,7 +287,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v10 = rd16(c, p + 0)
             p += 2
             d11 = {"MemberId": v6, "GroupInstanceId": v8, "ErrorCode": v10}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -312,7 +312,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 5 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Members', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Members', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'Members[{}].MemberId', i5)
             if p < 0: return FAILED
@@ -343,7 +343,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Members', i5)
                 if p < 0: return FAILED
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:

@@ -45,7 +45,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 6 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Assignments', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Assignments', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             if need_at(p, 2, L, up, b'Assignments[{}].MemberId', i8): return FAILED
             n10 = rd16(c, p); p += 2
@@ -66,7 +66,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n12, p, L, up, b'Assignments[{}].Assignment', i8)
             d13 = {"MemberId": v9, "Assignment": v11}
-            v6.append(d13)
+            list_put(v6, i8, d13)
     elif n7 == -1:
         v6 = None
     else:
@@ -116,7 +116,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 2, L, up, b'Assignments[{}].MemberId', i10): return FAILED
             n12 = rd16(c, p); p += 2
@@ -137,7 +137,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'Assignments[{}].Assignment', i10)
             d15 = {"MemberId": v11, "Assignment": v13}
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:
@@ -191,7 +191,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 3 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'Assignments', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'Assignments', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'Assignments[{}].MemberId', i10)
             if p < 0: return FAILED
@@ -219,7 +219,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d15, B, up, b'Assignments', i10)
                 if p < 0: return FAILED
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:
@@ -298,7 +298,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Assignments', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Assignments', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             p = uvar_at(c, p, L, &n16, up, b'Assignments[{}].MemberId', i14)
             if p < 0: return FAILED
@@ -326,7 +326,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'Assignments', i14)
                 if p < 0: return FAILED
-            v12.append(d19)
+            list_put(v12, i14, d19)
     elif n13 == -1:
         v12 = None
     else:

@@ -44,7 +44,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 2 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Mechanisms', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Mechanisms', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 2, L, up, b'Mechanisms', i4): return FAILED
             n6 = rd16(c, p); p += 2
@@ -55,7 +55,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v5 = None
             else:
                 return failed(NEGATIVE, n6, p, L, up, b'Mechanisms', i4)
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:

@@ -113,7 +113,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
@@ -121,7 +121,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
-            v2.append(d8)
+            list_put(v2, i4, d8)
     elif n3 == -1:
         v2 = None
     else:
@@ -144,7 +144,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
@@ -152,7 +152,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"ApiKey": v5, "MinVersion": v6, "MaxVersion": v7}
-            v2.append(d8)
+            list_put(v2, i4, d8)
     elif n3 == -1:
         v2 = None
     else:
@@ -176,7 +176,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'SupportedFeatures', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'SupportedFeatures', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'SupportedFeatures[{}].Name', i3)
             if p < 0: return FAILED
@@ -198,7 +198,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'SupportedFeatures', i3)
                 if p < 0: return FAILED
-            v1.append(d8)
+            list_put(v1, i3, d8)
     elif n2 == -1:
         v1 = None
     else:
@@ -229,7 +229,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'FinalizedFeatures', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'FinalizedFeatures', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             p = uvar_at(c, p, L, &n5, up, b'FinalizedFeatures[{}].Name', i3)
             if p < 0: return FAILED
@@ -251,7 +251,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'FinalizedFeatures', i3)
                 if p < 0: return FAILED
-            v1.append(d8)
+            list_put(v1, i3, d8)
     elif n2 == -1:
         v1 = None
     else:
@@ -285,7 +285,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ApiKeys', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ApiKeys', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 6, L, up, b'ApiKeys[{}].ApiKey+MinVersion+MaxVersion', i4): return FAILED
             v5 = rd16(c, p + 0)
@@ -298,7 +298,7 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'ApiKeys', i4)
                 if p < 0: return FAILED
-            v2.append(d8)
+            list_put(v2, i4, d8)
     elif n3 == -1:
         v2 = None
     else:

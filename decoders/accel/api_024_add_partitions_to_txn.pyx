@@ -37,7 +37,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 6 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             if need_at(p, 2, L, up, b'V3AndBelowTopics[{}].Name', i7): return FAILED
             n9 = rd16(c, p); p += 2
@@ -60,7 +60,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n11, p, L, up, b'V3AndBelowTopics[{}].Partitions', i7)
             d12 = {"Name": v8, "Partitions": v10}
-            v5.append(d12)
+            list_put(v5, i7, d12)
     elif n6 == -1:
         v5 = None
     else:
@@ -95,7 +95,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'V3AndBelowTopics', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'V3AndBelowTopics', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             p = uvar_at(c, p, L, &n9, up, b'V3AndBelowTopics[{}].Name', i7)
             if p < 0: return FAILED
@@ -125,7 +125,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'V3AndBelowTopics', i7)
                 if p < 0: return FAILED
-            v5.append(d12)
+            list_put(v5, i7, d12)
     elif n6 == -1:
         v5 = None
     else:
@@ -166,7 +166,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 3 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             p = uvar_at(c, p, L, &n10, up, b'Topics[{}].Name', i8)
             if p < 0: return FAILED
@@ -196,7 +196,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d13, B, up, b'Topics', i8)
                 if p < 0: return FAILED
-            v6.append(d13)
+            list_put(v6, i8, d13)
     elif n7 == -1:
         v6 = None
     else:
@@ -224,12 +224,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 14 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Transactions', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Transactions', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             w.name = b'Transactions'; w.index = i3
             v4 = _f2(b, c, L, &p, B, &w)
             if v4 is FAILED: return FAILED
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -263,14 +263,14 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "PartitionErrorCode": v7}
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -295,12 +295,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'ResultsByTopicV3AndBelow'; w.index = i4
             v5 = _f4(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -331,7 +331,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByPartition', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByPartition', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'ResultsByPartition[{}].PartitionIndex+PartitionErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -343,7 +343,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'ResultsByPartition', i5)
                 if p < 0: return FAILED
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -374,12 +374,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ResultsByTopicV3AndBelow', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'ResultsByTopicV3AndBelow'; w.index = i4
             v5 = _f6(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -417,12 +417,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'TopicResults', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'TopicResults', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'TopicResults'; w.index = i5
             v6 = _f6(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -454,12 +454,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 3 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'ResultsByTransaction', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'ResultsByTransaction', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             w.name = b'ResultsByTransaction'; w.index = i5
             v6 = _f8(b, c, L, &p, B, &w)
             if v6 is FAILED: return FAILED
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:

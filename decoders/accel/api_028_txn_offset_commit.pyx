@@ -33,7 +33,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 14 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 12, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -49,7 +49,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n9, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d10 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedMetadata": v8}
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -93,12 +93,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f0(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -127,7 +127,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -144,7 +144,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n10, p, L, up, b'Partitions[{}].CommittedMetadata', i5)
             d11 = {"PartitionIndex": v6, "CommittedOffset": v7, "CommittedLeaderEpoch": v8, "CommittedMetadata": v9}
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -188,12 +188,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f2(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -224,7 +224,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -247,7 +247,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d11, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d11)
+            list_put(v3, i5, d11)
     elif n4 == -1:
         v3 = None
     else:
@@ -320,12 +320,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 3 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
             v15 = _f4(b, c, L, &p, B, &w)
             if v15 is FAILED: return FAILED
-            v12.append(v15)
+            list_put(v12, i14, v15)
     elif n13 == -1:
         v12 = None
     else:
@@ -362,7 +362,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 16, L, up, b'Partitions[{}].PartitionIndex+CommittedOffset+CommittedLeaderEpoch', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -385,7 +385,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d10)
+            list_put(v2, i4, d10)
     elif n3 == -1:
         v2 = None
     else:
@@ -458,12 +458,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n13 * 18 > L - p: return failed(SHORT_COUNT, n13, p, L, up, b'Topics', -1)
         B.left -= n13
         if B.left < 0: return failed(OVER_BUDGET, n13, p, L, up, b'Topics', -1)
-        v12 = []
+        v12 = PyList_New(<Py_ssize_t>n13)
         for i14 in range(n13):
             w.name = b'Topics'; w.index = i14
             v15 = _f6(b, c, L, &p, B, &w)
             if v15 is FAILED: return FAILED
-            v12.append(v15)
+            list_put(v12, i14, v15)
     elif n13 == -1:
         v12 = None
     else:
@@ -505,14 +505,14 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 6 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
             v7 = rd16(c, p + 4)
             p += 6
             d8 = {"PartitionIndex": v6, "ErrorCode": v7}
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -537,12 +537,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f8(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -573,7 +573,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n4 * 7 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Partitions', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Partitions', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -585,7 +585,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'Partitions', i5)
                 if p < 0: return FAILED
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -616,12 +616,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f10(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -650,7 +650,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 7 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 6, L, up, b'Partitions[{}].PartitionIndex+ErrorCode', i4): return FAILED
             v5 = rd32(c, p + 0)
@@ -662,7 +662,7 @@ cdef object _f12(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'Partitions', i4)
                 if p < 0: return FAILED
-            v2.append(d7)
+            list_put(v2, i4, d7)
     elif n3 == -1:
         v2 = None
     else:
@@ -693,12 +693,12 @@ cdef object _f13(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Topics', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Topics', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Topics'; w.index = i4
             v5 = _f12(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:

@@ -71,7 +71,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 1 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'SubscribedTopicNames', i13)
             if p < 0: return FAILED
@@ -83,7 +83,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v14 = None
             else:
                 return failed(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
-            v11.append(v14)
+            list_put(v11, i13, v14)
     elif n12 == -1:
         v11 = None
     else:
@@ -105,7 +105,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n19 * 18 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'TopicPartitions', -1)
         B.left -= n19
         if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'TopicPartitions', -1)
-        v18 = []
+        v18 = PyList_New(<Py_ssize_t>n19)
         for i20 in range(n19):
             if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i20): return FAILED
             v21 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -128,7 +128,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d24, B, up, b'TopicPartitions', i20)
                 if p < 0: return FAILED
-            v18.append(d24)
+            list_put(v18, i20, d24)
     elif n19 == -1:
         v18 = None
     else:
@@ -200,7 +200,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 1 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'SubscribedTopicNames', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             p = uvar_at(c, p, L, &n15, up, b'SubscribedTopicNames', i13)
             if p < 0: return FAILED
@@ -212,7 +212,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v14 = None
             else:
                 return failed(NEGATIVE, n15, p, L, up, b'SubscribedTopicNames', i13)
-            v11.append(v14)
+            list_put(v11, i13, v14)
     elif n12 == -1:
         v11 = None
     else:
@@ -244,7 +244,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n21 * 18 > L - p: return failed(SHORT_COUNT, n21, p, L, up, b'TopicPartitions', -1)
         B.left -= n21
         if B.left < 0: return failed(OVER_BUDGET, n21, p, L, up, b'TopicPartitions', -1)
-        v20 = []
+        v20 = PyList_New(<Py_ssize_t>n21)
         for i22 in range(n21):
             if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i22): return FAILED
             v23 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -267,7 +267,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d26, B, up, b'TopicPartitions', i22)
                 if p < 0: return FAILED
-            v20.append(d26)
+            list_put(v20, i22, d26)
     elif n21 == -1:
         v20 = None
     else:
@@ -293,7 +293,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -316,7 +316,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
                 if p < 0: return FAILED
-            v1.append(d7)
+            list_put(v1, i3, d7)
     elif n2 == -1:
         v1 = None
     else:

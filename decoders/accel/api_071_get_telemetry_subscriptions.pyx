@@ -64,7 +64,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 1 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'RequestedMetrics', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'RequestedMetrics', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'RequestedMetrics', i12)
             if p < 0: return FAILED
@@ -76,7 +76,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v13 = None
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'RequestedMetrics', i12)
-            v10.append(v13)
+            list_put(v10, i12, v13)
     elif n11 == -1:
         v10 = None
     else:

@@ -58,7 +58,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 1 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'SubscribedTopicNames', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'SubscribedTopicNames', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'SubscribedTopicNames', i10)
             if p < 0: return FAILED
@@ -70,7 +70,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v11 = None
             else:
                 return failed(NEGATIVE, n12, p, L, up, b'SubscribedTopicNames', i10)
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -96,7 +96,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 18 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'TopicPartitions', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'TopicPartitions', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 16, L, up, b'TopicPartitions[{}].TopicId', i3): return FAILED
             v4 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -119,7 +119,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'TopicPartitions', i3)
                 if p < 0: return FAILED
-            v1.append(d7)
+            list_put(v1, i3, d7)
     elif n2 == -1:
         v1 = None
     else:

@@ -29,7 +29,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 18 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'AcknowledgementBatches', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i5): return FAILED
             v6 = rd64(c, p + 0)
@@ -53,7 +53,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d10, B, up, b'AcknowledgementBatches', i5)
                 if p < 0: return FAILED
-            v3.append(d10)
+            list_put(v3, i5, d10)
     elif n4 == -1:
         v3 = None
     else:
@@ -84,12 +84,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 10 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f0(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -143,12 +143,12 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 18 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'Topics', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'Topics', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             w.name = b'Topics'; w.index = i11
             v12 = _f1(b, c, L, &p, B, &w)
             if v12 is FAILED: return FAILED
-            v9.append(v12)
+            list_put(v9, i11, v12)
     elif n10 == -1:
         v9 = None
     else:
@@ -160,7 +160,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n14 * 18 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n14
         if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'ForgottenTopicsData', -1)
-        v13 = []
+        v13 = PyList_New(<Py_ssize_t>n14)
         for i15 in range(n14):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i15): return FAILED
             v16 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -183,7 +183,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'ForgottenTopicsData', i15)
                 if p < 0: return FAILED
-            v13.append(d19)
+            list_put(v13, i15, d19)
     elif n14 == -1:
         v13 = None
     else:
@@ -220,7 +220,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4): return FAILED
             v5 = rd64(c, p + 0)
@@ -244,7 +244,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
                 if p < 0: return FAILED
-            v2.append(d9)
+            list_put(v2, i4, d9)
     elif n3 == -1:
         v2 = None
     else:
@@ -275,12 +275,12 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f3(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -336,12 +336,12 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 18 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Topics', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Topics', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             w.name = b'Topics'; w.index = i13
             v14 = _f4(b, c, L, &p, B, &w)
             if v14 is FAILED: return FAILED
-            v11.append(v14)
+            list_put(v11, i13, v14)
     elif n12 == -1:
         v11 = None
     else:
@@ -353,7 +353,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n16 * 18 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'ForgottenTopicsData', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i17): return FAILED
             v18 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -376,7 +376,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d21, B, up, b'ForgottenTopicsData', i17)
                 if p < 0: return FAILED
-            v15.append(d21)
+            list_put(v15, i17, d21)
     elif n16 == -1:
         v15 = None
     else:
@@ -434,12 +434,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n14 * 18 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'Topics', -1)
         B.left -= n14
         if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'Topics', -1)
-        v13 = []
+        v13 = PyList_New(<Py_ssize_t>n14)
         for i15 in range(n14):
             w.name = b'Topics'; w.index = i15
             v16 = _f4(b, c, L, &p, B, &w)
             if v16 is FAILED: return FAILED
-            v13.append(v16)
+            list_put(v13, i15, v16)
     elif n14 == -1:
         v13 = None
     else:
@@ -451,7 +451,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n18 * 18 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'ForgottenTopicsData', -1)
         B.left -= n18
         if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'ForgottenTopicsData', -1)
-        v17 = []
+        v17 = PyList_New(<Py_ssize_t>n18)
         for i19 in range(n18):
             if need_at(p, 16, L, up, b'ForgottenTopicsData[{}].TopicId', i19): return FAILED
             v20 = _rt.uuid(b[p + 0:p + 0 + 16])
@@ -474,7 +474,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d23, B, up, b'ForgottenTopicsData', i19)
                 if p < 0: return FAILED
-            v17.append(d23)
+            list_put(v17, i19, d23)
     elif n18 == -1:
         v17 = None
     else:
@@ -560,7 +560,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 19 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'AcquiredRecords', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'AcquiredRecords', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 18, L, up, b'AcquiredRecords[{}].FirstOffset+LastOffset+DeliveryCount', i13): return FAILED
             v14 = rd64(c, p + 0)
@@ -573,7 +573,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'AcquiredRecords', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -612,12 +612,12 @@ cdef object _f9(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 22 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f8(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -659,12 +659,12 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'Responses'; w.index = i7
             v8 = _f9(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -676,7 +676,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n10 * 11 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11): return FAILED
             v12 = rd32(c, p + 0)
@@ -710,7 +710,7 @@ cdef object _f10(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
                 if p < 0: return FAILED
-            v9.append(d18)
+            list_put(v9, i11, d18)
     elif n10 == -1:
         v9 = None
     else:
@@ -755,12 +755,12 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Responses'; w.index = i8
             v9 = _f9(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -772,7 +772,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
         if n11 * 11 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'NodeEndpoints', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'NodeEndpoints', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i12): return FAILED
             v13 = rd32(c, p + 0)
@@ -806,7 +806,7 @@ cdef object _f11(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, 
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'NodeEndpoints', i12)
                 if p < 0: return FAILED
-            v10.append(d19)
+            list_put(v10, i12, d19)
     elif n11 == -1:
         v10 = None
     else:

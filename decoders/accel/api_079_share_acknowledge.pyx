@@ -28,7 +28,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 18 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'AcknowledgementBatches', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'AcknowledgementBatches', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             if need_at(p, 16, L, up, b'AcknowledgementBatches[{}].FirstOffset+LastOffset', i4): return FAILED
             v5 = rd64(c, p + 0)
@@ -52,7 +52,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d9, B, up, b'AcknowledgementBatches', i4)
                 if p < 0: return FAILED
-            v2.append(d9)
+            list_put(v2, i4, d9)
     elif n3 == -1:
         v2 = None
     else:
@@ -83,12 +83,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 6 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f0(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -139,12 +139,12 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Topics', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Topics', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Topics'; w.index = i8
             v9 = _f1(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -196,12 +196,12 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 18 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Topics', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Topics', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             w.name = b'Topics'; w.index = i9
             v10 = _f1(b, c, L, &p, B, &w)
             if v10 is FAILED: return FAILED
-            v7.append(v10)
+            list_put(v7, i9, v10)
     elif n8 == -1:
         v7 = None
     else:
@@ -280,12 +280,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 17 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Partitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Partitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Partitions'; w.index = i4
             v5 = _f5(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -327,12 +327,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 18 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'Responses', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'Responses', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             w.name = b'Responses'; w.index = i7
             v8 = _f6(b, c, L, &p, B, &w)
             if v8 is FAILED: return FAILED
-            v5.append(v8)
+            list_put(v5, i7, v8)
     elif n6 == -1:
         v5 = None
     else:
@@ -344,7 +344,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 11 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'NodeEndpoints', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'NodeEndpoints', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i11): return FAILED
             v12 = rd32(c, p + 0)
@@ -378,7 +378,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d18, B, up, b'NodeEndpoints', i11)
                 if p < 0: return FAILED
-            v9.append(d18)
+            list_put(v9, i11, d18)
     elif n10 == -1:
         v9 = None
     else:
@@ -423,12 +423,12 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n7 * 18 > L - p: return failed(SHORT_COUNT, n7, p, L, up, b'Responses', -1)
         B.left -= n7
         if B.left < 0: return failed(OVER_BUDGET, n7, p, L, up, b'Responses', -1)
-        v6 = []
+        v6 = PyList_New(<Py_ssize_t>n7)
         for i8 in range(n7):
             w.name = b'Responses'; w.index = i8
             v9 = _f6(b, c, L, &p, B, &w)
             if v9 is FAILED: return FAILED
-            v6.append(v9)
+            list_put(v6, i8, v9)
     elif n7 == -1:
         v6 = None
     else:
@@ -440,7 +440,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 11 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'NodeEndpoints', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'NodeEndpoints', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             if need_at(p, 4, L, up, b'NodeEndpoints[{}].NodeId', i12): return FAILED
             v13 = rd32(c, p + 0)
@@ -474,7 +474,7 @@ cdef object _f8(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d19, B, up, b'NodeEndpoints', i12)
                 if p < 0: return FAILED
-            v10.append(d19)
+            list_put(v10, i12, d19)
     elif n11 == -1:
         v10 = None
     else:

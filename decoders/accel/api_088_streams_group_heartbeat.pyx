@@ -39,7 +39,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n6 * 3 > L - p: return failed(SHORT_COUNT, n6, p, L, up, b'TopicConfigs', -1)
         B.left -= n6
         if B.left < 0: return failed(OVER_BUDGET, n6, p, L, up, b'TopicConfigs', -1)
-        v5 = []
+        v5 = PyList_New(<Py_ssize_t>n6)
         for i7 in range(n6):
             p = uvar_at(c, p, L, &n9, up, b'TopicConfigs[{}].Key', i7)
             if p < 0: return FAILED
@@ -67,7 +67,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'TopicConfigs', i7)
                 if p < 0: return FAILED
-            v5.append(d12)
+            list_put(v5, i7, d12)
     elif n6 == -1:
         v5 = None
     else:
@@ -105,7 +105,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 1 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'SourceTopics', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'SourceTopics', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             p = uvar_at(c, p, L, &n7, up, b'SourceTopics', i5)
             if p < 0: return FAILED
@@ -117,7 +117,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v6 = None
             else:
                 return failed(NEGATIVE, n7, p, L, up, b'SourceTopics', i5)
-            v3.append(v6)
+            list_put(v3, i5, v6)
     elif n4 == -1:
         v3 = None
     else:
@@ -129,7 +129,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 1 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'SourceTopicRegex', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'SourceTopicRegex', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             p = uvar_at(c, p, L, &n12, up, b'SourceTopicRegex', i10)
             if p < 0: return FAILED
@@ -141,7 +141,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v11 = None
             else:
                 return failed(NEGATIVE, n12, p, L, up, b'SourceTopicRegex', i10)
-            v8.append(v11)
+            list_put(v8, i10, v11)
     elif n9 == -1:
         v8 = None
     else:
@@ -153,12 +153,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n14 * 9 > L - p: return failed(SHORT_COUNT, n14, p, L, up, b'StateChangelogTopics', -1)
         B.left -= n14
         if B.left < 0: return failed(OVER_BUDGET, n14, p, L, up, b'StateChangelogTopics', -1)
-        v13 = []
+        v13 = PyList_New(<Py_ssize_t>n14)
         for i15 in range(n14):
             w.name = b'StateChangelogTopics'; w.index = i15
             v16 = _f0(b, c, L, &p, B, &w)
             if v16 is FAILED: return FAILED
-            v13.append(v16)
+            list_put(v13, i15, v16)
     elif n14 == -1:
         v13 = None
     else:
@@ -170,7 +170,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n18 * 1 > L - p: return failed(SHORT_COUNT, n18, p, L, up, b'RepartitionSinkTopics', -1)
         B.left -= n18
         if B.left < 0: return failed(OVER_BUDGET, n18, p, L, up, b'RepartitionSinkTopics', -1)
-        v17 = []
+        v17 = PyList_New(<Py_ssize_t>n18)
         for i19 in range(n18):
             p = uvar_at(c, p, L, &n21, up, b'RepartitionSinkTopics', i19)
             if p < 0: return FAILED
@@ -182,7 +182,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v20 = None
             else:
                 return failed(NEGATIVE, n21, p, L, up, b'RepartitionSinkTopics', i19)
-            v17.append(v20)
+            list_put(v17, i19, v20)
     elif n18 == -1:
         v17 = None
     else:
@@ -194,12 +194,12 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n23 * 9 > L - p: return failed(SHORT_COUNT, n23, p, L, up, b'RepartitionSourceTopics', -1)
         B.left -= n23
         if B.left < 0: return failed(OVER_BUDGET, n23, p, L, up, b'RepartitionSourceTopics', -1)
-        v22 = []
+        v22 = PyList_New(<Py_ssize_t>n23)
         for i24 in range(n23):
             w.name = b'RepartitionSourceTopics'; w.index = i24
             v25 = _f0(b, c, L, &p, B, &w)
             if v25 is FAILED: return FAILED
-            v22.append(v25)
+            list_put(v22, i24, v25)
     elif n23 == -1:
         v22 = None
     else:
@@ -211,7 +211,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n27 * 4 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'CopartitionGroups', -1)
         B.left -= n27
         if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'CopartitionGroups', -1)
-        v26 = []
+        v26 = PyList_New(<Py_ssize_t>n27)
         for i28 in range(n27):
             p = uvar_at(c, p, L, &n30, up, b'CopartitionGroups[{}].SourceTopics', i28)
             if p < 0: return FAILED
@@ -255,7 +255,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d35, B, up, b'CopartitionGroups', i28)
                 if p < 0: return FAILED
-            v26.append(d35)
+            list_put(v26, i28, d35)
     elif n27 == -1:
         v26 = None
     else:
@@ -293,12 +293,12 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 8 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'Subtopologies', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'Subtopologies', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             w.name = b'Subtopologies'; w.index = i4
             v5 = _f1(b, c, L, &p, B, &w)
             if v5 is FAILED: return FAILED
-            v2.append(v5)
+            list_put(v2, i4, v5)
     elif n3 == -1:
         v2 = None
     else:
@@ -406,7 +406,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n15 * 3 > L - p: return failed(SHORT_COUNT, n15, p, L, up, b'ActiveTasks', -1)
         B.left -= n15
         if B.left < 0: return failed(OVER_BUDGET, n15, p, L, up, b'ActiveTasks', -1)
-        v14 = []
+        v14 = PyList_New(<Py_ssize_t>n15)
         for i16 in range(n15):
             p = uvar_at(c, p, L, &n18, up, b'ActiveTasks[{}].SubtopologyId', i16)
             if p < 0: return FAILED
@@ -436,7 +436,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d21, B, up, b'ActiveTasks', i16)
                 if p < 0: return FAILED
-            v14.append(d21)
+            list_put(v14, i16, d21)
     elif n15 == -1:
         v14 = None
     else:
@@ -448,7 +448,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n23 * 3 > L - p: return failed(SHORT_COUNT, n23, p, L, up, b'StandbyTasks', -1)
         B.left -= n23
         if B.left < 0: return failed(OVER_BUDGET, n23, p, L, up, b'StandbyTasks', -1)
-        v22 = []
+        v22 = PyList_New(<Py_ssize_t>n23)
         for i24 in range(n23):
             p = uvar_at(c, p, L, &n26, up, b'StandbyTasks[{}].SubtopologyId', i24)
             if p < 0: return FAILED
@@ -478,7 +478,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d29, B, up, b'StandbyTasks', i24)
                 if p < 0: return FAILED
-            v22.append(d29)
+            list_put(v22, i24, d29)
     elif n23 == -1:
         v22 = None
     else:
@@ -490,7 +490,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n31 * 3 > L - p: return failed(SHORT_COUNT, n31, p, L, up, b'WarmupTasks', -1)
         B.left -= n31
         if B.left < 0: return failed(OVER_BUDGET, n31, p, L, up, b'WarmupTasks', -1)
-        v30 = []
+        v30 = PyList_New(<Py_ssize_t>n31)
         for i32 in range(n31):
             p = uvar_at(c, p, L, &n34, up, b'WarmupTasks[{}].SubtopologyId', i32)
             if p < 0: return FAILED
@@ -520,7 +520,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d37, B, up, b'WarmupTasks', i32)
                 if p < 0: return FAILED
-            v30.append(d37)
+            list_put(v30, i32, d37)
     elif n31 == -1:
         v30 = None
     else:
@@ -549,7 +549,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n43 * 3 > L - p: return failed(SHORT_COUNT, n43, p, L, up, b'ClientTags', -1)
         B.left -= n43
         if B.left < 0: return failed(OVER_BUDGET, n43, p, L, up, b'ClientTags', -1)
-        v42 = []
+        v42 = PyList_New(<Py_ssize_t>n43)
         for i44 in range(n43):
             p = uvar_at(c, p, L, &n46, up, b'ClientTags[{}].Key', i44)
             if p < 0: return FAILED
@@ -577,7 +577,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d49, B, up, b'ClientTags', i44)
                 if p < 0: return FAILED
-            v42.append(d49)
+            list_put(v42, i44, d49)
     elif n43 == -1:
         v42 = None
     else:
@@ -589,7 +589,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n51 * 14 > L - p: return failed(SHORT_COUNT, n51, p, L, up, b'TaskOffsets', -1)
         B.left -= n51
         if B.left < 0: return failed(OVER_BUDGET, n51, p, L, up, b'TaskOffsets', -1)
-        v50 = []
+        v50 = PyList_New(<Py_ssize_t>n51)
         for i52 in range(n51):
             p = uvar_at(c, p, L, &n54, up, b'TaskOffsets[{}].SubtopologyId', i52)
             if p < 0: return FAILED
@@ -611,7 +611,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d57, B, up, b'TaskOffsets', i52)
                 if p < 0: return FAILED
-            v50.append(d57)
+            list_put(v50, i52, d57)
     elif n51 == -1:
         v50 = None
     else:
@@ -623,7 +623,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n59 * 14 > L - p: return failed(SHORT_COUNT, n59, p, L, up, b'TaskEndOffsets', -1)
         B.left -= n59
         if B.left < 0: return failed(OVER_BUDGET, n59, p, L, up, b'TaskEndOffsets', -1)
-        v58 = []
+        v58 = PyList_New(<Py_ssize_t>n59)
         for i60 in range(n59):
             p = uvar_at(c, p, L, &n62, up, b'TaskEndOffsets[{}].SubtopologyId', i60)
             if p < 0: return FAILED
@@ -645,7 +645,7 @@ cdef object _f4(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d65, B, up, b'TaskEndOffsets', i60)
                 if p < 0: return FAILED
-            v58.append(d65)
+            list_put(v58, i60, d65)
     elif n59 == -1:
         v58 = None
     else:
@@ -678,7 +678,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n3 * 3 > L - p: return failed(SHORT_COUNT, n3, p, L, up, b'ActivePartitions', -1)
         B.left -= n3
         if B.left < 0: return failed(OVER_BUDGET, n3, p, L, up, b'ActivePartitions', -1)
-        v2 = []
+        v2 = PyList_New(<Py_ssize_t>n3)
         for i4 in range(n3):
             p = uvar_at(c, p, L, &n6, up, b'ActivePartitions[{}].Topic', i4)
             if p < 0: return FAILED
@@ -708,7 +708,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d9, B, up, b'ActivePartitions', i4)
                 if p < 0: return FAILED
-            v2.append(d9)
+            list_put(v2, i4, d9)
     elif n3 == -1:
         v2 = None
     else:
@@ -720,7 +720,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n11 * 3 > L - p: return failed(SHORT_COUNT, n11, p, L, up, b'StandbyPartitions', -1)
         B.left -= n11
         if B.left < 0: return failed(OVER_BUDGET, n11, p, L, up, b'StandbyPartitions', -1)
-        v10 = []
+        v10 = PyList_New(<Py_ssize_t>n11)
         for i12 in range(n11):
             p = uvar_at(c, p, L, &n14, up, b'StandbyPartitions[{}].Topic', i12)
             if p < 0: return FAILED
@@ -750,7 +750,7 @@ cdef object _f5(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'StandbyPartitions', i12)
                 if p < 0: return FAILED
-            v10.append(d17)
+            list_put(v10, i12, d17)
     elif n11 == -1:
         v10 = None
     else:
@@ -808,7 +808,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Status', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Status', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 1, L, up, b'Status[{}].StatusCode', i13): return FAILED
             v14 = rd8(c, p + 0)
@@ -829,7 +829,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -841,7 +841,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n19 * 3 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
         B.left -= n19
         if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
-        v18 = []
+        v18 = PyList_New(<Py_ssize_t>n19)
         for i20 in range(n19):
             p = uvar_at(c, p, L, &n22, up, b'ActiveTasks[{}].SubtopologyId', i20)
             if p < 0: return FAILED
@@ -871,7 +871,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
                 if p < 0: return FAILED
-            v18.append(d25)
+            list_put(v18, i20, d25)
     elif n19 == -1:
         v18 = None
     else:
@@ -883,7 +883,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n27 * 3 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
         B.left -= n27
         if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
-        v26 = []
+        v26 = PyList_New(<Py_ssize_t>n27)
         for i28 in range(n27):
             p = uvar_at(c, p, L, &n30, up, b'StandbyTasks[{}].SubtopologyId', i28)
             if p < 0: return FAILED
@@ -913,7 +913,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
                 if p < 0: return FAILED
-            v26.append(d33)
+            list_put(v26, i28, d33)
     elif n27 == -1:
         v26 = None
     else:
@@ -925,7 +925,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n35 * 3 > L - p: return failed(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
         B.left -= n35
         if B.left < 0: return failed(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
-        v34 = []
+        v34 = PyList_New(<Py_ssize_t>n35)
         for i36 in range(n35):
             p = uvar_at(c, p, L, &n38, up, b'WarmupTasks[{}].SubtopologyId', i36)
             if p < 0: return FAILED
@@ -955,7 +955,7 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
                 if p < 0: return FAILED
-            v34.append(d41)
+            list_put(v34, i36, d41)
     elif n35 == -1:
         v34 = None
     else:
@@ -970,12 +970,12 @@ cdef object _f6(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n44 * 7 > L - p: return failed(SHORT_COUNT, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
         B.left -= n44
         if B.left < 0: return failed(OVER_BUDGET, n44, p, L, up, b'PartitionsByUserEndpoint', -1)
-        v43 = []
+        v43 = PyList_New(<Py_ssize_t>n44)
         for i45 in range(n44):
             w.name = b'PartitionsByUserEndpoint'; w.index = i45
             v46 = _f5(b, c, L, &p, B, &w)
             if v46 is FAILED: return FAILED
-            v43.append(v46)
+            list_put(v43, i45, v46)
     elif n44 == -1:
         v43 = None
     else:
@@ -1033,7 +1033,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n12 * 3 > L - p: return failed(SHORT_COUNT, n12, p, L, up, b'Status', -1)
         B.left -= n12
         if B.left < 0: return failed(OVER_BUDGET, n12, p, L, up, b'Status', -1)
-        v11 = []
+        v11 = PyList_New(<Py_ssize_t>n12)
         for i13 in range(n12):
             if need_at(p, 1, L, up, b'Status[{}].StatusCode', i13): return FAILED
             v14 = rd8(c, p + 0)
@@ -1054,7 +1054,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d17, B, up, b'Status', i13)
                 if p < 0: return FAILED
-            v11.append(d17)
+            list_put(v11, i13, d17)
     elif n12 == -1:
         v11 = None
     else:
@@ -1066,7 +1066,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n19 * 3 > L - p: return failed(SHORT_COUNT, n19, p, L, up, b'ActiveTasks', -1)
         B.left -= n19
         if B.left < 0: return failed(OVER_BUDGET, n19, p, L, up, b'ActiveTasks', -1)
-        v18 = []
+        v18 = PyList_New(<Py_ssize_t>n19)
         for i20 in range(n19):
             p = uvar_at(c, p, L, &n22, up, b'ActiveTasks[{}].SubtopologyId', i20)
             if p < 0: return FAILED
@@ -1096,7 +1096,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d25, B, up, b'ActiveTasks', i20)
                 if p < 0: return FAILED
-            v18.append(d25)
+            list_put(v18, i20, d25)
     elif n19 == -1:
         v18 = None
     else:
@@ -1108,7 +1108,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n27 * 3 > L - p: return failed(SHORT_COUNT, n27, p, L, up, b'StandbyTasks', -1)
         B.left -= n27
         if B.left < 0: return failed(OVER_BUDGET, n27, p, L, up, b'StandbyTasks', -1)
-        v26 = []
+        v26 = PyList_New(<Py_ssize_t>n27)
         for i28 in range(n27):
             p = uvar_at(c, p, L, &n30, up, b'StandbyTasks[{}].SubtopologyId', i28)
             if p < 0: return FAILED
@@ -1138,7 +1138,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d33, B, up, b'StandbyTasks', i28)
                 if p < 0: return FAILED
-            v26.append(d33)
+            list_put(v26, i28, d33)
     elif n27 == -1:
         v26 = None
     else:
@@ -1150,7 +1150,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n35 * 3 > L - p: return failed(SHORT_COUNT, n35, p, L, up, b'WarmupTasks', -1)
         B.left -= n35
         if B.left < 0: return failed(OVER_BUDGET, n35, p, L, up, b'WarmupTasks', -1)
-        v34 = []
+        v34 = PyList_New(<Py_ssize_t>n35)
         for i36 in range(n35):
             p = uvar_at(c, p, L, &n38, up, b'WarmupTasks[{}].SubtopologyId', i36)
             if p < 0: return FAILED
@@ -1180,7 +1180,7 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d41, B, up, b'WarmupTasks', i36)
                 if p < 0: return FAILED
-            v34.append(d41)
+            list_put(v34, i36, d41)
     elif n35 == -1:
         v34 = None
     else:
@@ -1196,12 +1196,12 @@ cdef object _f7(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n45 * 7 > L - p: return failed(SHORT_COUNT, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
         B.left -= n45
         if B.left < 0: return failed(OVER_BUDGET, n45, p, L, up, b'PartitionsByUserEndpoint', -1)
-        v44 = []
+        v44 = PyList_New(<Py_ssize_t>n45)
         for i46 in range(n45):
             w.name = b'PartitionsByUserEndpoint'; w.index = i46
             v47 = _f5(b, c, L, &p, B, &w)
             if v47 is FAILED: return FAILED
-            v44.append(v47)
+            list_put(v44, i46, v47)
     elif n45 == -1:
         v44 = None
     else:

@@ -48,7 +48,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             if need_at(p, 2, L, up, b'Assignment[{}].Connector', i9): return FAILED
             n11 = rd16(c, p); p += 2
@@ -71,7 +71,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
             d14 = {"Connector": v10, "Tasks": v12}
-            v7.append(d14)
+            list_put(v7, i9, d14)
     elif n8 == -1:
         v7 = None
     else:
@@ -115,7 +115,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n8 * 6 > L - p: return failed(SHORT_COUNT, n8, p, L, up, b'Assignment', -1)
         B.left -= n8
         if B.left < 0: return failed(OVER_BUDGET, n8, p, L, up, b'Assignment', -1)
-        v7 = []
+        v7 = PyList_New(<Py_ssize_t>n8)
         for i9 in range(n8):
             if need_at(p, 2, L, up, b'Assignment[{}].Connector', i9): return FAILED
             n11 = rd16(c, p); p += 2
@@ -138,7 +138,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n13, p, L, up, b'Assignment[{}].Tasks', i9)
             d14 = {"Connector": v10, "Tasks": v12}
-            v7.append(d14)
+            list_put(v7, i9, d14)
     elif n8 == -1:
         v7 = None
     else:
@@ -149,7 +149,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n16 * 6 > L - p: return failed(SHORT_COUNT, n16, p, L, up, b'Revoked', -1)
         B.left -= n16
         if B.left < 0: return failed(OVER_BUDGET, n16, p, L, up, b'Revoked', -1)
-        v15 = []
+        v15 = PyList_New(<Py_ssize_t>n16)
         for i17 in range(n16):
             if need_at(p, 2, L, up, b'Revoked[{}].Connector', i17): return FAILED
             n19 = rd16(c, p); p += 2
@@ -172,7 +172,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n21, p, L, up, b'Revoked[{}].Tasks', i17)
             d22 = {"Connector": v18, "Tasks": v20}
-            v15.append(d22)
+            list_put(v15, i17, d22)
     elif n16 == -1:
         v15 = None
     else:

@@ -24,7 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 6 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'AssignedPartitions', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'AssignedPartitions', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'AssignedPartitions[{}].Topic', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -47,7 +47,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n7, p, L, up, b'AssignedPartitions[{}].Partitions', i3)
             d8 = {"Topic": v4, "Partitions": v6}
-            v1.append(d8)
+            list_put(v1, i3, d8)
     elif n2 == -1:
         v1 = None
     else:

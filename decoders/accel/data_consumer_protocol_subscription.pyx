@@ -24,7 +24,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -35,7 +35,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v4 = None
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -64,7 +64,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -75,7 +75,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v4 = None
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -95,7 +95,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
@@ -118,7 +118,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:
@@ -138,7 +138,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -149,7 +149,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v4 = None
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -169,7 +169,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
@@ -192,7 +192,7 @@ cdef object _f2(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:
@@ -215,7 +215,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n2 * 2 > L - p: return failed(SHORT_COUNT, n2, p, L, up, b'Topics', -1)
         B.left -= n2
         if B.left < 0: return failed(OVER_BUDGET, n2, p, L, up, b'Topics', -1)
-        v1 = []
+        v1 = PyList_New(<Py_ssize_t>n2)
         for i3 in range(n2):
             if need_at(p, 2, L, up, b'Topics', i3): return FAILED
             n5 = rd16(c, p); p += 2
@@ -226,7 +226,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
                 v4 = None
             else:
                 return failed(NEGATIVE, n5, p, L, up, b'Topics', i3)
-            v1.append(v4)
+            list_put(v1, i3, v4)
     elif n2 == -1:
         v1 = None
     else:
@@ -246,7 +246,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 6 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'OwnedPartitions', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'OwnedPartitions', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 2, L, up, b'OwnedPartitions[{}].Topic', i10): return FAILED
             n12 = rd16(c, p); p += 2
@@ -269,7 +269,7 @@ cdef object _f3(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             else:
                 return failed(NEGATIVE, n14, p, L, up, b'OwnedPartitions[{}].Partitions', i10)
             d15 = {"Topic": v11, "Partitions": v13}
-            v8.append(d15)
+            list_put(v8, i10, d15)
     elif n9 == -1:
         v8 = None
     else:

@@ -29,7 +29,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 5 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 4, L, up, b'Voters[{}].VoterId', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -40,7 +40,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d7, B, up, b'Voters', i5)
                 if p < 0: return FAILED
-            v3.append(d7)
+            list_put(v3, i5, d7)
     elif n4 == -1:
         v3 = None
     else:
@@ -52,7 +52,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n9 * 5 > L - p: return failed(SHORT_COUNT, n9, p, L, up, b'GrantingVoters', -1)
         B.left -= n9
         if B.left < 0: return failed(OVER_BUDGET, n9, p, L, up, b'GrantingVoters', -1)
-        v8 = []
+        v8 = PyList_New(<Py_ssize_t>n9)
         for i10 in range(n9):
             if need_at(p, 4, L, up, b'GrantingVoters[{}].VoterId', i10): return FAILED
             v11 = rd32(c, p + 0)
@@ -63,7 +63,7 @@ cdef object _f0(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d12, B, up, b'GrantingVoters', i10)
                 if p < 0: return FAILED
-            v8.append(d12)
+            list_put(v8, i10, d12)
     elif n9 == -1:
         v8 = None
     else:
@@ -93,7 +93,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n4 * 21 > L - p: return failed(SHORT_COUNT, n4, p, L, up, b'Voters', -1)
         B.left -= n4
         if B.left < 0: return failed(OVER_BUDGET, n4, p, L, up, b'Voters', -1)
-        v3 = []
+        v3 = PyList_New(<Py_ssize_t>n4)
         for i5 in range(n4):
             if need_at(p, 20, L, up, b'Voters[{}].VoterId+VoterDirectoryId', i5): return FAILED
             v6 = rd32(c, p + 0)
@@ -105,7 +105,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d8, B, up, b'Voters', i5)
                 if p < 0: return FAILED
-            v3.append(d8)
+            list_put(v3, i5, d8)
     elif n4 == -1:
         v3 = None
     else:
@@ -117,7 +117,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
         if n10 * 21 > L - p: return failed(SHORT_COUNT, n10, p, L, up, b'GrantingVoters', -1)
         B.left -= n10
         if B.left < 0: return failed(OVER_BUDGET, n10, p, L, up, b'GrantingVoters', -1)
-        v9 = []
+        v9 = PyList_New(<Py_ssize_t>n10)
         for i11 in range(n10):
             if need_at(p, 20, L, up, b'GrantingVoters[{}].VoterId+VoterDirectoryId', i11): return FAILED
             v12 = rd32(c, p + 0)
@@ -129,7 +129,7 @@ cdef object _f1(bytes b, const unsigned char* c, Py_ssize_t L, Py_ssize_t* pp, E
             if t:
                 p = tags_at(b, p, t, _T0, d14, B, up, b'GrantingVoters', i11)
                 if p < 0: return FAILED
-            v9.append(d14)
+            list_put(v9, i11, d14)
     elif n10 == -1:
         v9 = None
     else:

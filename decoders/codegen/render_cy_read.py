@@ -45,6 +45,17 @@ def at(fn: CFunc) -> str:
     return f"up, b'{name}', {var or -1}"
 
 
+def _emit_dict(fn: CFunc, ind: int, d: str, names: list[tuple[str, str]]) -> None:
+    """``d`` = the structure's fields ``names`` (name, variable), in their order."""
+    if PRESIZED[0] <= len(names) <= PRESIZED[1]:
+        fn.emit(ind, f"{d} = new_dict({len(names)})")
+        for n, v in names:
+            fn.emit(ind, f"PyDict_SetItem({d}, {json.dumps(n)}, {v})")
+    else:
+        items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
+        fn.emit(ind, f"{d} = {{{items}}}")
+
+
 class CyReaders(CyBuilderBase):
     """The readers of :class:`~decoders.codegen.render_cy.CyModuleBuilder`."""
 
@@ -58,13 +69,7 @@ class CyReaders(CyBuilderBase):
             else:
                 names.append((s.field.name, self._field(fn, s.field, 1)))
         fn.where = None
-        if PRESIZED[0] <= len(names) <= PRESIZED[1]:
-            fn.emit(1, f"d = new_dict({len(names)})")
-            for n, v in names:
-                fn.emit(1, f"PyDict_SetItem(d, {json.dumps(n)}, {v})")
-        else:
-            items = ", ".join(f"{json.dumps(n)}: {v}" for n, v in names)
-            fn.emit(1, f"d = {{{items}}}")
+        _emit_dict(fn, 1, "d", names)
         if st.flexible:
             fn.where = ("_tagged", None)
             self._tagged(fn, st, 1, "d")
@@ -155,7 +160,7 @@ class CyReaders(CyBuilderBase):
                 fn.emit(ind + 1, f"{v} = arr_fixed(c, p, L, {n}, b'{fmt}'); p += {n} * {size}")
         else:
             i = fn.var("i")
-            fn.emit(ind + 1, f"{v} = []")
+            fn.emit(ind + 1, f"{v} = PyList_New(<Py_ssize_t>{n})")  # filled slot by slot (list_put)
             fn.emit(ind + 1, f"for {i} in range({n}):")
             fn.where = (f.name, i)
             if elem.kind == "struct" and inlinable(elem.struct):
@@ -169,11 +174,11 @@ class CyReaders(CyBuilderBase):
                 fn.emit(ind + 2, setup)
                 fn.emit(ind + 2, f"{x} = {call}")
                 fn.emit(ind + 2, f"if {x} is FAILED: return FAILED")
-                fn.emit(ind + 2, f"{v}.append({x})")
+                fn.emit(ind + 2, f"list_put({v}, {i}, {x})")
             else:
                 x = self._field(fn, elem, ind + 2, i)
                 fn.where = (f.name, i)
-                fn.emit(ind + 2, f"{v}.append({x})")
+                fn.emit(ind + 2, f"list_put({v}, {i}, {x})")
             fn.where = (f.name, index)
         self._null_or_negative(fn, n, ind, f"{v} = None", at(fn))
         return v
@@ -190,11 +195,10 @@ class CyReaders(CyBuilderBase):
         fn.inline = None
         fn.where = (array, index)
         d = fn.var("d")
-        items = ", ".join(f"{json.dumps(n)}: {x}" for n, x in names)
-        fn.emit(ind, f"{d} = {{{items}}}")
+        _emit_dict(fn, ind, d, names)
         if st.flexible:
             self._tagged(fn, st, ind, d)
-        fn.emit(ind, f"{target}.append({d})")
+        fn.emit(ind, f"list_put({target}, {index}, {d})")
 
     def _tagged(self, fn: CFunc, st: Struct, ind: int, target: str) -> None:
         entries = [f"{t.tag}: ({json.dumps(t.name)}, {self.wrapper(self.value_fn(t))})" for t in st.tagged]

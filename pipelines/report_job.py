@@ -11,6 +11,7 @@ Parquet datasets, one file each) and ``OUTPUT/report.html``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -59,7 +60,7 @@ from pipelines import (
 )
 from pipelines.detectors import DETECTORS, Detector, Inputs
 from pipelines.events_dataset import events_path, load_events, shared_frames
-from pipelines.findings import FINDINGS_SCHEMA, episodes
+from pipelines.findings import FINDINGS_SCHEMA, combine, partials, render
 from pipelines.jvm_names import pin_jvm_names
 from pipelines.kafka_rules import ADMIN_WRITES, SEVERITY_RANK
 from pipelines.spark_settings import UTC_MICROS, scoped
@@ -245,8 +246,9 @@ def detector_pass(spark: SparkSession, events: DataFrame, hosts: DataFrame | Non
                   collect: Callable[[DataFrame], list[Row]], extra: ExtraSteps | None = None,
                   progress: Progress | None = None, timings: dict[str, float] | None = None) -> dict[str, list[Row]]:
     """Every detector of ``DETECTORS`` over ``events`` (kept: materialised or columnar), with ``extra`` steps
-    beside them, ``CONCURRENT_STEPS`` at a time: each detector's finding rows through ``collect`` (the report
-    collects its episodes; ``--follow`` the occurrences a micro-batch touched), by detector name.
+    beside them, ``CONCURRENT_STEPS`` at a time: each detector's finding rows through ``collect``, by detector
+    name (the report keeps each detector's partials and collects nothing, ``all_episodes`` combines them after;
+    ``--follow`` collects the occurrences a micro-batch touched).
 
     The one detector pass of both reports: the broker identity observations are made and materialised first,
     what the steps share is made once (``detectors.Inputs``, ``events.shared_frames``)."""
@@ -317,13 +319,23 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
                 ("plots", collect_plots), ("client inventory", collect_inventory), ("topic map", write_topic_map),
                 ("group inventory", write_groups)]
 
-    found = detector_pass(spark, events, hosts, lambda df: episodes(df).collect(), extra, progress, result.timings)
+    kept: list[DataFrame] = []  # each detector's partials, materialised by its step
+
+    def keep(df: DataFrame) -> list[Row]:
+        kept.append(materialise(partials(df)))
+        return []
+
+    detector_pass(spark, events, hosts, keep, extra, progress, result.timings)
+    call_site(spark, "episodes")
+    started = time.perf_counter()
+    found = all_episodes(kept)
+    result.timings["episodes"] = time.perf_counter() - started
     call_site(spark, "write")
 
     started = time.perf_counter()
     result.plots.lag = lag_series
     result.plots.rebalances = rebalance_series
-    rows = sorted((r for d in DETECTORS for r in found[d.name]), key=lambda r: finding_order(r.asDict()))
+    rows = sorted(found, key=lambda r: finding_order(r.asDict()))
     spark.createDataFrame(rows, FINDINGS_SCHEMA).coalesce(1).write.mode("overwrite").parquet(result.findings_path)
     result.findings = [r.asDict(recursive=True) for r in rows]
     result.clients = len(inventory)
@@ -335,6 +347,17 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     result.timings["write"] = time.perf_counter() - started
     call_site(spark, None)
     return result
+
+
+def all_episodes(kept: list[DataFrame]) -> list[Row]:
+    """The episodes of every detector, made at once (``findings.episodes``: render, combine) from the partials
+    each detector's step materialised (``kept``): partials combine in any grouping, and the episode key holds the
+    kind, so one combine of all of them gives each detector's episodes. One query instead of one per detector:
+    combining and rendering (two aggregations and a dozen higher-order functions) cost a small report ~0.1 s of
+    analysis and tasks per detector (docs/performance.md)."""
+    if not kept:
+        return []
+    return render(combine(functools.reduce(DataFrame.unionByName, kept).coalesce(1))).collect()
 
 
 def materialise(df: DataFrame) -> DataFrame:

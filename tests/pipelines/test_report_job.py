@@ -3,16 +3,19 @@ interpreted and the session's settings come back afterwards, and findings come o
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from contract.kafka import API_VERSIONS
 from pipelines import report_job
 from pipelines.detectors import DETECTORS
-from tests.pipelines.rows import events, exchange
+from pipelines.findings import as_findings, episodes, partials
+from tests.pipelines.rows import T0, events, exchange
 
 
 def _events_dir(spark: SparkSession, tmp_path: Path) -> Path:
@@ -36,12 +39,45 @@ def test_every_step_reports_its_end_and_time(spark: SparkSession, tmp_path: Path
                    "group inventory"]
     assert [(d, t) for d, t, _ in seen] == [(i, len(steps)) for i in range(1, len(steps) + 1)]
     assert sorted(name for _, _, name in seen) == sorted(steps)
-    assert set(result.timings) == {"load", "write", *steps}
+    assert set(result.timings) == {"load", "episodes", "write", *steps}  # the episodes: made once, after the steps
     assert all(t >= 0 for t in result.timings.values())
     assert spark.conf.get("spark.sql.codegen.wholeStage", None) == before  # put back after the small input
     assert [f["kind"] for f in result.findings] == ["api_versions_one_sided_identity"]
     written = pq.read_table(tmp_path / "report" / "findings.parquet").to_pylist()
     assert [f["detail"] for f in written] == [f["detail"] for f in result.findings]
+
+
+def _found(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
+    """A detector's finding rows: kind, severity, time, client, broker, group, subject, detail, evidence's conn."""
+    df = spark.createDataFrame(rows, "kind string, severity string, ts timestamp, client string, broker string, "
+                                     "group_id string, subject string, detail string, conn bigint")
+    return as_findings(df, F.col("kind"), F.col("severity"), F.col("detail"), ts_first="ts", ts_last="ts",
+                       group_id="group_id", subject="subject",
+                       evidence=F.array(F.struct(F.lit("a.pcap").alias("capture"), F.col("conn").alias("conn_id"),
+                                                 F.lit(7).alias("correlation_id"))))
+
+
+def test_every_detectors_episodes_are_made_at_once_as_each_alone_makes_its_own(spark: SparkSession) -> None:
+    # two detectors' rows: repeats, one key in two forms, and one key (but its kind) the same in both
+    a: list[tuple[Any, ...]] = [
+        ("misrouted", "error", T0 + timedelta(seconds=i), "10.0.0.1:5000", "b:9092", None, "node 1", f"form {i % 2}",
+         100 - i) for i in range(30)]
+    a.append(("misrouted", "error", T0, "10.0.0.2:5000", "b:9092", None, "node 1", "once", 7))
+    b: list[tuple[Any, ...]] = [
+        ("unassigned", "error", T0 + timedelta(seconds=i), "10.0.0.1:5000", "b:9092", None, "node 1", "gap", i)
+        for i in range(3)]
+    b.append(("unassigned", "warning", T0, None, "b:9092", "g1", "t", "gap", 4))
+    found = [_found(spark, a), _found(spark, b)]
+    alone = sorted((r.asDict(recursive=True) for df in found for r in episodes(df).collect()),
+                   key=report_job.finding_order)
+    together = report_job.all_episodes([report_job.materialise(partials(df)) for df in found])
+    assert sorted((r.asDict(recursive=True) for r in together), key=report_job.finding_order) == alone
+    assert sorted((f["kind"], f["severity"], f["occurrences"]) for f in alone) == [
+        ("misrouted", "error", 1), ("misrouted", "error", 30), ("unassigned", "error", 3),
+        ("unassigned", "warning", 1)]
+    (two_forms,) = [f for f in alone if f["occurrences"] == 30]
+    assert "in 2 forms: (1) 15×: form 0 (2) 15×: form 1" in two_forms["detail"]
+    assert report_job.all_episodes([]) == []
 
 
 def test_small_inputs_are_told_by_their_size(spark: SparkSession, tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from contract.apis import API_NAMES
 from pipelines.events_dataset import EVENTS_SCHEMA
-from pipelines.findings import episodes
+from pipelines.findings import as_findings, episodes
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 CLIENT = "192.0.2.10"
@@ -127,3 +128,14 @@ def canonical(rows: list[dict[str, Any]], without: tuple[str, ...] = ()) -> list
 
 def details(findings: DataFrame) -> list[str]:
     return sorted(r["detail"] for r in findings.collect())
+
+
+def finding_rows(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
+    """A detector's finding rows, each (kind, severity, time, client, broker, group, subject, detail, the conn_id
+    of its one evidence sample)."""
+    df = spark.createDataFrame(rows, "kind string, severity string, ts timestamp, client string, broker string, "
+                                     "group_id string, subject string, detail string, conn bigint")
+    return as_findings(df, F.col("kind"), F.col("severity"), F.col("detail"), ts_first="ts", ts_last="ts",
+                       group_id="group_id", subject="subject",
+                       evidence=F.array(F.struct(F.lit("a.pcap").alias("capture"), F.col("conn").alias("conn_id"),
+                                                 F.lit(7).alias("correlation_id"))))

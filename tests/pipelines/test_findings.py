@@ -5,21 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from pipelines.events_dataset import EVIDENCE_LIMIT
-from pipelines.findings import FINDING_COLUMNS, MAX_CASES, as_findings, combine, episodes, partials, render
-from tests.pipelines.rows import T0
-
-
-def _rows(spark: SparkSession, rows: list[tuple[object, ...]]) -> DataFrame:
-    df = spark.createDataFrame(rows, "kind string, severity string, ts timestamp, client string, broker string, "
-                                     "group_id string, subject string, detail string, conn bigint")
-    return as_findings(df, F.col("kind"), F.col("severity"), F.col("detail"), ts_first="ts", ts_last="ts",
-                       group_id="group_id", subject="subject",
-                       evidence=F.array(F.struct(F.lit("a.pcap").alias("capture"), F.col("conn").alias("conn_id"),
-                                                 F.lit(7).alias("correlation_id"))))
+from pipelines.findings import FINDING_COLUMNS, MAX_CASES, combine, episodes, partials, render
+from tests.pipelines.rows import T0, finding_rows
 
 
 def test_repeats_become_one_episode_with_count_span_and_samples(spark: SparkSession) -> None:
@@ -30,7 +20,7 @@ def test_repeats_become_one_episode_with_count_span_and_samples(spark: SparkSess
              ("misrouted", "error", T0, "10.0.0.1:5000", "10.0.0.9:9092", None, "node 2", "asks for node 2", 5),
              ("unassigned", "warning", T0, None, "10.0.0.9:9092", "g1", "t", "gap", 3),
              ("unassigned", "warning", T0, None, "10.0.0.9:9092", "g2", "t", "gap", 4)]  # group
-    out = episodes(_rows(spark, many + other)).collect()
+    out = episodes(finding_rows(spark, many + other)).collect()
     assert tuple(out[0].asDict()) == FINDING_COLUMNS
     assert len(out) == 6
     (e,) = [r for r in out if r["occurrences"] > 1]
@@ -53,7 +43,7 @@ def test_repeats_become_one_episode_with_count_span_and_samples(spark: SparkSess
 
 def test_an_episode_names_every_form_with_its_count(spark: SparkSession) -> None:
     rows = [("k", "error", T0 + timedelta(seconds=i), "c", "b", None, "s", f"form {i % 3}", i) for i in range(7)]
-    (e,) = episodes(_rows(spark, rows)).collect()
+    (e,) = episodes(finding_rows(spark, rows)).collect()
     assert e["occurrences"] == 7
     assert e["detail"] == ("Seen 7 times from 2024-05-01 12:00:00.000 to 2024-05-01 12:00:06.000, in 3 forms: "
                            "(1) 3×: form 0 (2) 2×: form 1 (3) 2×: form 2")
@@ -63,12 +53,12 @@ def test_forms_beyond_the_limit_are_counted_together_and_combine_in_any_grouping
     n = MAX_CASES + 5
     rows = [("k", "error", T0 + timedelta(seconds=i), "c", "b", None, "s", f"form {i:02d}", i) for i in range(n)]
     rows += [("k", "error", T0 + timedelta(seconds=100), "c", "b", None, "s", "form 00", 99)]
-    whole = episodes(_rows(spark, rows)).collect()
+    whole = episodes(finding_rows(spark, rows)).collect()
     (e,) = whole
     assert e["occurrences"] == n + 1
     assert "(1) 2×: form 00 " in e["detail"]
     assert f"({MAX_CASES + 1}) 5×: in other forms (not listed)" in e["detail"]
     # the same partials combined in two steps (as --follow combines each pass with what it holds)
-    first, second = _rows(spark, rows[:8]), _rows(spark, rows[8:])
+    first, second = finding_rows(spark, rows[:8]), finding_rows(spark, rows[8:])
     stepwise = render(combine(combine(partials(first)).unionByName(partials(second)))).collect()
     assert [r.asDict() for r in stepwise] == [r.asDict() for r in whole]

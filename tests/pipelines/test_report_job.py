@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from contract.kafka import API_VERSIONS
 from pipelines import report_job
 from pipelines.detectors import DETECTORS
-from pipelines.findings import as_findings, episodes, partials
-from tests.pipelines.rows import T0, events, exchange
+from pipelines.findings import episodes, partials
+from tests.pipelines.rows import T0, events, exchange, finding_rows
 
 
 def _events_dir(spark: SparkSession, tmp_path: Path) -> Path:
@@ -47,16 +46,6 @@ def test_every_step_reports_its_end_and_time(spark: SparkSession, tmp_path: Path
     assert [f["detail"] for f in written] == [f["detail"] for f in result.findings]
 
 
-def _found(spark: SparkSession, rows: list[tuple[Any, ...]]) -> DataFrame:
-    """A detector's finding rows: kind, severity, time, client, broker, group, subject, detail, evidence's conn."""
-    df = spark.createDataFrame(rows, "kind string, severity string, ts timestamp, client string, broker string, "
-                                     "group_id string, subject string, detail string, conn bigint")
-    return as_findings(df, F.col("kind"), F.col("severity"), F.col("detail"), ts_first="ts", ts_last="ts",
-                       group_id="group_id", subject="subject",
-                       evidence=F.array(F.struct(F.lit("a.pcap").alias("capture"), F.col("conn").alias("conn_id"),
-                                                 F.lit(7).alias("correlation_id"))))
-
-
 def test_every_detectors_episodes_are_made_at_once_as_each_alone_makes_its_own(spark: SparkSession) -> None:
     # two detectors' rows: repeats, one key in two forms, and one key (but its kind) the same in both
     a: list[tuple[Any, ...]] = [
@@ -67,7 +56,7 @@ def test_every_detectors_episodes_are_made_at_once_as_each_alone_makes_its_own(s
         ("unassigned", "error", T0 + timedelta(seconds=i), "10.0.0.1:5000", "b:9092", None, "node 1", "gap", i)
         for i in range(3)]
     b.append(("unassigned", "warning", T0, None, "b:9092", "g1", "t", "gap", 4))
-    found = [_found(spark, a), _found(spark, b)]
+    found = [finding_rows(spark, a), finding_rows(spark, b)]
     alone = sorted((r.asDict(recursive=True) for df in found for r in episodes(df).collect()),
                    key=report_job.finding_order)
     together = report_job.all_episodes([report_job.materialise(partials(df)) for df in found])

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
@@ -242,20 +242,24 @@ def _run(spark: SparkSession, input: str | Sequence[str], output: str, hosts_pat
 ExtraSteps = Callable[[Inputs], list[tuple[str, Callable[[], None]]]]
 
 
+#: What a detector pass makes of each detector's finding rows (``detector_pass``'s ``collect``).
+_Made = TypeVar("_Made")
+
+
 def detector_pass(spark: SparkSession, events: DataFrame, hosts: DataFrame | None,
-                  collect: Callable[[DataFrame], list[Row]], extra: ExtraSteps | None = None,
-                  progress: Progress | None = None, timings: dict[str, float] | None = None) -> dict[str, list[Row]]:
+                  collect: Callable[[DataFrame], _Made], extra: ExtraSteps | None = None,
+                  progress: Progress | None = None, timings: dict[str, float] | None = None) -> dict[str, _Made]:
     """Every detector of ``DETECTORS`` over ``events`` (kept: materialised or columnar), with ``extra`` steps
-    beside them, ``CONCURRENT_STEPS`` at a time: each detector's finding rows through ``collect``, by detector
-    name (the report keeps each detector's partials and collects nothing, ``all_episodes`` combines them after;
-    ``--follow`` collects the occurrences a micro-batch touched).
+    beside them, ``CONCURRENT_STEPS`` at a time: what ``collect`` makes of each detector's finding rows, by the
+    name of each detector that ran (the report materialises their partials, which ``all_episodes`` combines after;
+    ``--follow`` collects them, to settle the occurrences a micro-batch touched).
 
     The one detector pass of both reports: the broker identity observations are made and materialised first,
     what the steps share is made once (``detectors.Inputs``, ``events.shared_frames``)."""
     observations = materialise(identity.identity_observations(events, hosts))
     inputs = Inputs(events, observations, materialise)  # the audit and the lag: made by the first step asking
     present = {r[0] for r in events.select("api_key").distinct().collect()}
-    found: dict[str, list[Row]] = {d.name: [] for d in DETECTORS}
+    found: dict[str, _Made] = {}
 
     def detector(d: Detector) -> Callable[[], None]:
         return lambda: found.__setitem__(d.name, collect(d.find(inputs)))
@@ -319,16 +323,10 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
                 ("plots", collect_plots), ("client inventory", collect_inventory), ("topic map", write_topic_map),
                 ("group inventory", write_groups)]
 
-    kept: list[DataFrame] = []  # each detector's partials, materialised by its step
-
-    def keep(df: DataFrame) -> list[Row]:
-        kept.append(materialise(partials(df)))
-        return []
-
-    detector_pass(spark, events, hosts, keep, extra, progress, result.timings)
+    kept = detector_pass(spark, events, hosts, lambda df: materialise(partials(df)), extra, progress, result.timings)
     call_site(spark, "episodes")
     started = time.perf_counter()
-    found = all_episodes(kept)
+    found = all_episodes([kept[d.name] for d in DETECTORS if d.name in kept])
     result.timings["episodes"] = time.perf_counter() - started
     call_site(spark, "write")
 

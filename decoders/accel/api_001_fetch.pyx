@@ -3,7 +3,6 @@
 from decoders.accel._cy cimport *
 from decoders.accel._where cimport *
 from decoders.accel._utf8 cimport utf8_text
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH
 from libc.string cimport memcmp
 cdef extern from "Python.h":

@@ -44,7 +44,6 @@ class CyModuleBuilder(CyReaders, CyTextWriters):
             budget = out.index("from decoders.element_budget cimport ElementBudget")
             out[budget] = "from decoders.element_budget cimport ElementBudget, record_set_elements"
             out[budget - 1:budget - 1] = [
-                "from cpython.bytes cimport PyBytes_FromStringAndSize",
                 "from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_GET_LENGTH",
                 "from libc.string cimport memcmp",
                 "cdef extern from \"Python.h\":",

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
+    DataType,
     DoubleType,
     IntegerType,
     LongType,
@@ -83,9 +84,25 @@ def with_endpoints(df: DataFrame) -> DataFrame:
     )
 
 
+@functools.cache
+def body_type(ddl: str) -> StructType:
+    """The Spark type of a body's DDL (``contract/body_schemas.py``), parsed once a process by Spark's SQL parser.
+    Given the DDL text instead, each ``from_json`` has the parser read it again (docs/performance.md); given the
+    type, Spark reads its JSON form."""
+    parsed = DataType.fromDDL(ddl)
+    if not isinstance(parsed, StructType):
+        raise ValueError(f"a body's DDL is a list of fields, not {parsed.simpleString()}: {ddl}")
+    return parsed
+
+
+def from_body(body: Column, ddl: str) -> Column:
+    """``body`` (a body's JSON text) parsed with a partial schema: ``ddl``, the fields a detector reads."""
+    return F.from_json(body, body_type(ddl))
+
+
 def parse_body(df: DataFrame, ddl: str, name: str = "b", column: str = "body") -> DataFrame:
     """Add column ``name``: ``column`` (a body) parsed with a partial schema (only the fields a detector reads)."""
-    return df.withColumn(name, F.from_json(F.col(column), ddl))
+    return df.withColumn(name, from_body(F.col(column), ddl))
 
 
 def requests(events: DataFrame, api_keys: Sequence[int]) -> DataFrame:

@@ -177,9 +177,27 @@ def episode_id(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+_ERROR_NAMES_MAP: dict[int, Column] = {}
+
+
+def _error_names() -> Column:
+    """Kafka's error names by code as a map column, made once per JVM: ~135 pairs, each a literal made through
+    py4j and added to a Java list one round trip at a time (six thousand round trips in a report on the demo's
+    events, a tenth of all, when each ``error_label`` made its own; docs/performance.md). A column is an
+    unresolved expression, not bound to a DataFrame: any query may hold it."""
+    from pyspark import SparkContext
+
+    gateway = id(SparkContext._gateway)
+    names = _ERROR_NAMES_MAP.get(gateway)
+    if names is None:
+        names = _ERROR_NAMES_MAP[gateway] = F.create_map(
+            *[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))])
+    return names
+
+
 def error_label(code: Column) -> Column:
     """``NAME (code)`` for an error code column (Kafka's names; unknown codes as ``error (n)``)."""
-    names = F.create_map(*[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))])
+    names = _error_names()
     return F.concat(F.coalesce(F.try_element_at(names, code.cast("int")), F.lit("error")), F.lit(" ("),
                     code.cast("string"), F.lit(")"))
 

@@ -59,7 +59,7 @@ from pipelines import (
     client_usage as clients,
 )
 from pipelines.detectors import DETECTORS, Detector, Inputs
-from pipelines.events_dataset import events_path, load_events, shared_frames
+from pipelines.events_dataset import events_path, from_body, load_events, shared_frames
 from pipelines.findings import FINDINGS_SCHEMA, combine, partials, render
 from pipelines.jvm_names import pin_jvm_names
 from pipelines.kafka_rules import ADMIN_WRITES, SEVERITY_RANK
@@ -156,7 +156,7 @@ def slim(events: DataFrame) -> DataFrame:
     ``UNREAD_COLUMNS``."""
     kept = F.col("api_key").isin(BODY_APIS) | ((F.col("api_key") == PRODUCE) & (F.col("direction") == "request"))
     fetched = (F.col("api_key") == FETCH) & (F.col("direction") == "response")
-    watermarks = F.to_json(F.from_json(F.col("body"), lag.FETCH_RESPONSE_DDL))
+    watermarks = F.to_json(from_body(F.col("body"), lag.FETCH_RESPONSE_DDL))
     return topic_clients.with_traffic(events.withColumn("old_record_format", clients.old_record_format())).withColumn(
         "body", F.when(kept, F.col("body")).when(fetched, watermarks)).drop(*UNREAD_COLUMNS)
 

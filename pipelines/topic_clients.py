@@ -36,7 +36,7 @@ from contract.topic_map import (
     build_topic_map,
 )
 from pipelines.client_usage import software
-from pipelines.events_dataset import endpoint
+from pipelines.events_dataset import endpoint, from_body
 
 TOPICS_SCHEMA = StructType([
     StructField("topic", StringType()),
@@ -164,7 +164,7 @@ def _named_topics() -> Column:
     ``TRAFFIC_TYPE`` value."""
     none = F.array().cast("array<string>")
     subscribed = F.when(F.col("api_key") == JOIN_GROUP, F.flatten(F.transform(
-        F.coalesce(F.from_json(F.col("body"), _SUBSCRIPTIONS)["Protocols"], F.array()),
+        F.coalesce(from_body(F.col("body"), _SUBSCRIPTIONS)["Protocols"], F.array()),
         lambda p: F.coalesce(p["MetadataDecoded"]["value"]["Topics"], none))))
     names = F.array_distinct(F.filter(F.concat(F.coalesce(F.split(F.col("topics"), ","), none),
                                                F.coalesce(subscribed, none)), lambda t: t.isNotNull() & (t != "")))
@@ -182,7 +182,7 @@ def with_traffic(events: DataFrame) -> DataFrame:
         is_source = is_source | _is(api_key, direction)
     member = (F.col("direction") == "request") & F.col("api_key").isin(list(MEMBER_APIS)) & F.col(
         "group_id").isNotNull()
-    parsed = F.from_json(F.col("body"), body_schemas.TOPIC_MAP_BODIES)
+    parsed = from_body(F.col("body"), body_schemas.TOPIC_MAP_BODIES)
     staged = events.withColumn("_tm_body", F.when(is_source, parsed)).withColumn(
         "_tm_names", F.coalesce(F.split(F.col("topics"), ","), F.array().cast("array<string>"))).withColumn(
         "_tm_walked", _by_source(_walked)).withColumn("_tm_refs", _refs()).withColumn("_tm_entries", _entries())

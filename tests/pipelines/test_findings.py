@@ -62,3 +62,30 @@ def test_forms_beyond_the_limit_are_counted_together_and_combine_in_any_grouping
     first, second = finding_rows(spark, rows[:8]), finding_rows(spark, rows[8:])
     stepwise = render(combine(combine(partials(first)).unionByName(partials(second)))).collect()
     assert [r.asDict() for r in stepwise] == [r.asDict() for r in whole]
+
+
+def test_error_labels_name_each_code_from_one_map_made_once(spark: SparkSession) -> None:
+    from pyspark.sql import functions as F
+
+    from pipelines.findings import _error_names, error_label
+
+    df = spark.createDataFrame([(0,), (3,), (25,), (32767,)], "code smallint")
+    labels = [r[0] for r in df.select(error_label(F.col("code"))).collect()]
+    again = [r[0] for r in df.select(error_label(F.col("code")).alias("again")).collect()]
+    assert labels == again == ["NONE (0)", "UNKNOWN_TOPIC_OR_PARTITION (3)", "UNKNOWN_MEMBER_ID (25)",
+                               "error (32767)"]
+    assert _error_names() is _error_names()  # one map per JVM, whichever queries hold it
+
+
+def test_a_body_is_parsed_with_its_ddl_read_once(spark: SparkSession) -> None:
+    from pyspark.sql import functions as F
+
+    from pipelines.events_dataset import body_type, from_body
+
+    ddl = "ErrorCode SMALLINT, Topics ARRAY<STRUCT<Name: STRING, Partitions: ARRAY<INT>>>"
+    assert body_type(ddl) is body_type(ddl)
+    assert body_type(ddl).simpleString() == ("struct<ErrorCode:smallint,Topics:array<struct<Name:string,"
+                                             "Partitions:array<int>>>>")
+    df = spark.createDataFrame([('{"ErrorCode": 0, "Topics": [{"Name": "t", "Partitions": [1, 2]}]}',)], "body string")
+    (row,) = df.select(from_body(F.col("body"), ddl).alias("b")).collect()
+    assert row.b.ErrorCode == 0 and row.b.Topics[0].Name == "t" and row.b.Topics[0].Partitions == [1, 2]

@@ -177,7 +177,8 @@ def episode_id(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-_ERROR_NAMES_MAP: dict[int, Column] = {}
+#: The JVM's gateway and the error names' map made through it (``_error_names``).
+_ERROR_NAMES_MAP: tuple[object, Column] | None = None
 
 
 def _error_names() -> Column:
@@ -187,12 +188,11 @@ def _error_names() -> Column:
     unresolved expression, not bound to a DataFrame: any query may hold it."""
     from pyspark import SparkContext
 
-    gateway = id(SparkContext._gateway)
-    names = _ERROR_NAMES_MAP.get(gateway)
-    if names is None:
-        names = _ERROR_NAMES_MAP[gateway] = F.create_map(
-            *[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))])
-    return names
+    global _ERROR_NAMES_MAP
+    gateway = SparkContext._gateway
+    if _ERROR_NAMES_MAP is None or _ERROR_NAMES_MAP[0] is not gateway:
+        _ERROR_NAMES_MAP = (gateway, F.create_map(*[x for k, v in ERROR_NAMES.items() for x in (F.lit(k), F.lit(v))]))
+    return _ERROR_NAMES_MAP[1]
 
 
 def error_label(code: Column) -> Column:

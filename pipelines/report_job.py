@@ -326,7 +326,7 @@ def _report(spark: SparkSession, events: DataFrame, input: str | Sequence[str], 
     kept = detector_pass(spark, events, hosts, lambda df: materialise(partials(df)), extra, progress, result.timings)
     call_site(spark, "episodes")
     started = time.perf_counter()
-    found = all_episodes([kept[d.name] for d in DETECTORS if d.name in kept])
+    found = all_episodes(list(kept.values()))
     result.timings["episodes"] = time.perf_counter() - started
     call_site(spark, "write")
 

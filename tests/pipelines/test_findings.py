@@ -6,9 +6,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
-from pipelines.events_dataset import EVIDENCE_LIMIT
-from pipelines.findings import FINDING_COLUMNS, MAX_CASES, combine, episodes, partials, render
+from pipelines.events_dataset import EVIDENCE_LIMIT, body_type, from_body
+from pipelines.findings import (
+    FINDING_COLUMNS,
+    MAX_CASES,
+    _error_names,
+    combine,
+    episodes,
+    error_label,
+    partials,
+    render,
+)
 from tests.pipelines.rows import T0, finding_rows
 
 
@@ -65,10 +75,6 @@ def test_forms_beyond_the_limit_are_counted_together_and_combine_in_any_grouping
 
 
 def test_error_labels_name_each_code_from_one_map_made_once(spark: SparkSession) -> None:
-    from pyspark.sql import functions as F
-
-    from pipelines.findings import _error_names, error_label
-
     df = spark.createDataFrame([(0,), (3,), (25,), (32767,)], "code smallint")
     labels = [r[0] for r in df.select(error_label(F.col("code"))).collect()]
     again = [r[0] for r in df.select(error_label(F.col("code")).alias("again")).collect()]
@@ -78,10 +84,6 @@ def test_error_labels_name_each_code_from_one_map_made_once(spark: SparkSession)
 
 
 def test_a_body_is_parsed_with_its_ddl_read_once(spark: SparkSession) -> None:
-    from pyspark.sql import functions as F
-
-    from pipelines.events_dataset import body_type, from_body
-
     ddl = "ErrorCode SMALLINT, Topics ARRAY<STRUCT<Name: STRING, Partitions: ARRAY<INT>>>"
     assert body_type(ddl) is body_type(ddl)
     assert body_type(ddl).simpleString() == ("struct<ErrorCode:smallint,Topics:array<struct<Name:string,"

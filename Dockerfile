@@ -67,15 +67,15 @@ RUN --mount=type=secret,id=pip_config --mount=type=secret,id=pip_cert \
     && if [ -n "$unpinned" ]; then echo "installed but not pinned in docker/constraints.txt:" $unpinned >&2; exit 1; fi
 
 # The project: its wheel (compiled with the pinned Cython, offline: the build backend is in /opt/build), installed
-# into /opt/venv without its generated C sources, the compiled modules stripped. CFLAGS=-g0: no debugging
-# information, which the image would strip anyway (the same machine code; gcc compiles the generated modules in
-# about three quarters of the time).
+# into /opt/venv without its generated C sources, the compiled modules stripped. No CFLAGS: setuptools takes a
+# CFLAGS in the environment instead of Python's own flags (-O3 -DNDEBUG -fwrapv), which left the modules
+# unoptimised; setup.py adds -g0 after Python's flags itself (no debugging information: the same machine code).
 COPY pyproject.toml setup.py /build/src/
 COPY contract /build/src/contract
 COPY decoders /build/src/decoders
 COPY inspector /build/src/inspector
 COPY pipelines /build/src/pipelines
-RUN CFLAGS=-g0 /opt/build/bin/pip wheel --quiet --no-build-isolation --no-deps --no-index --wheel-dir /build/wheels /build/src \
+RUN /opt/build/bin/pip wheel --quiet --no-build-isolation --no-deps --no-index --wheel-dir /build/wheels /build/src \
     && /opt/build/bin/pip --python /opt/venv/bin/python install --quiet --no-deps --no-index /build/wheels/*.whl \
     && site="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
     && find "$site"/{contract,decoders,inspector,pipelines} -name '*.c' -delete \

@@ -118,9 +118,9 @@ ENV PATH=/opt/venv/bin:$PATH \
 WORKDIR /data
 RUN cd / && kafka-inspector --help > /dev/null \
     && python -c "import inspector.tap.command, inspector.tap.live_view, pipelines.report" \
-    && python -c "import decoders.api as d, inspector.kafka.framing as f, inspector.rows.event_table as e; \
-assert all(m.__file__.startswith('/opt/venv/') and m.__file__.endswith('.so') for m in (d, f, e)), 'not compiled'; \
-assert d.accelerated(), 'compiled decoders missing'" \
+    && python -c "import decoders.api as d, inspector.kafka.framing as f, inspector.rows.event_table as e, \
+decoders.accel.api_001_fetch as r, inspector.native._body as n; \
+assert all(m.__file__.startswith('/opt/venv/') and m.__file__.endswith('.so') for m in (d, f, e, r, n)), 'not compiled'" \
     && ! command -v gcc && ! command -v cc \
     && [ -z "$(find /opt/venv/lib/python3*/site-packages/{contract,decoders,inspector,pipelines} -name '*.c')" ]
 

@@ -9,8 +9,11 @@ what docker/test.sh ran the image with.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -70,6 +73,26 @@ def test_every_requirement_is_pinned_to_a_version_pyproject_accepts() -> None:
         assert name in pins, f"{requirement.name} is not pinned in docker/constraints.txt"
         assert requirement.specifier.contains(pins[name], prereleases=True), \
             f"docker/constraints.txt pins {requirement.name}=={pins[name]}, pyproject.toml asks {requirement}"
+
+
+def image_checks() -> list[str]:
+    """The Python programs the Dockerfile's checks run in the image (``python -c "..."``), continuation lines
+    joined."""
+    joined = DOCKERFILE.replace("\\\n", "")
+    return re.findall(r'python -c "([^"]+)"', joined)
+
+
+def test_the_images_import_checks_run_against_this_tree() -> None:
+    """Each check the image's build runs passes here, against this checkout's modules instead of the image's
+    ``/opt/venv``: a name the code no longer has (as ``decoders.api.accelerated`` once) fails the suite, not
+    only the image's build, which the suite does not run."""
+    checks = image_checks()
+    assert len(checks) >= 2, "the Dockerfile's import checks were not found"
+    for check in checks:
+        here = check.replace("'/opt/venv/'", repr(str(ROOT) + "/"))
+        run = subprocess.run([sys.executable, "-c", here], cwd="/", capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert run.returncode == 0, f"the image's check fails here: {check}\n{run.stderr[-2000:]}"
 
 
 def manifests() -> dict[str, dict]:
